@@ -1,0 +1,82 @@
+// Command devdb runs an embedded FerretDB (SQLite backend) as rumongo's development and test server.
+//
+// Embedding the ferretdb package (instead of building cmd/ferretdb from the module zip) avoids the
+// upstream version.txt panic and keeps the build to one pinned go.mod.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+)
+
+func main() {
+	host := flag.String("host", "127.0.0.1", "address to listen on")
+	port := flag.Int("port", 27017, "TCP port to listen on")
+	dir := flag.String("dir", filepath.Join(os.TempDir(), "rumongo-devdb"), "directory for the SQLite data files")
+	flag.Parse()
+
+	if err := run(*host, *port, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "devdb:", err)
+		os.Exit(1)
+	}
+}
+
+func run(host string, port int, dir string) error {
+	dataDir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if err = os.MkdirAll(dataDir, 0o755); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	addr := net.JoinHostPort(host, fmt.Sprint(port))
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: addr},
+		Logger:    logger,
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + dataDir + "/",
+	})
+	if err != nil {
+		return err
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- f.Run(ctx) }()
+
+	// Say "ready" only once a client can really connect, so callers can wait on that line.
+	if err = waitAccepting(ctx, addr, 30*time.Second); err != nil {
+		return err
+	}
+	fmt.Printf("devdb ready mongodb://%s/\n", addr)
+
+	return <-done
+}
+
+func waitAccepting(ctx context.Context, addr string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("server did not accept connections on %s: %w", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,37 @@
+// Builds the addon (cargo through napi-rs), compiles ts/ to dist/ and writes the ESM entry.
+// Usage: node scripts/build.mjs [--debug]. Every step is incremental, so a no-op build is quick.
+import { execFileSync } from 'node:child_process'
+import { copyFileSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const bin = (name) => join(root, 'node_modules', '.bin', name)
+const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: 'inherit' })
+
+const release = !process.argv.includes('--debug')
+run(bin('napi'), [
+  'build',
+  '--platform',
+  ...(release ? ['--release'] : []),
+  '--output-dir',
+  'dist',
+  '--js',
+  'native.cjs',
+  '--dts',
+  '../ts/native.d.cts',
+])
+run(bin('tsc'), ['-p', 'tsconfig.json'])
+// dist/*.d.ts import the addon's types from './native.cjs'.
+copyFileSync(join(root, 'ts', 'native.d.cts'), join(root, 'dist', 'native.d.cts'))
+
+// ESM entry: re-export the CommonJS build so both module systems share one copy of every class
+// (and of bson), which keeps `instanceof` working across them.
+const names = Object.keys(createRequire(import.meta.url)(join(root, 'dist', 'index.js'))).filter(
+  (name) => name !== 'default' && name !== '__esModule',
+)
+writeFileSync(
+  join(root, 'dist', 'index.mjs'),
+  `import cjs from './index.js'\nexport const { ${names.join(', ')} } = cjs\nexport default cjs\n`,
+)

@@ -1,0 +1,98 @@
+//! `NativeClient`: one `mongodb::Client` plus the cursors it must close.
+
+use std::{
+    sync::{Arc, Mutex, Weak},
+    time::Duration,
+};
+
+use bson::doc;
+use napi_derive::napi;
+
+use crate::{
+    collection::NativeCollection,
+    cursor::CursorSlot,
+    error::{Error, Result},
+};
+
+/// How long `close()` waits for in-flight work before it stops waiting: a cursor busy in a
+/// getMore, or the kill of an abandoned cursor.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
+/// State shared by a client and every collection and cursor made from it.
+pub struct ClientState {
+    client: Mutex<Option<mongodb::Client>>,
+    cursors: Mutex<Vec<Weak<CursorSlot>>>,
+}
+
+impl ClientState {
+    /// The driver client, or a `Closed` error once `close()` ran.
+    pub fn client(&self) -> Result<mongodb::Client> {
+        lock(&self.client).clone().ok_or(Error::Closed("client"))
+    }
+
+    /// Remembers an open cursor so that `close()` can kill it on the server.
+    pub fn track(&self, slot: &Arc<CursorSlot>) {
+        let mut cursors = lock(&self.cursors);
+        cursors.retain(|cursor| cursor.strong_count() > 0);
+        cursors.push(Arc::downgrade(slot));
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding these short critical sections leaves the data valid.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A connection to a MongoDB deployment (one connection pool per server).
+#[napi]
+pub struct NativeClient {
+    state: Arc<ClientState>,
+}
+
+#[napi]
+impl NativeClient {
+    /// Parses the URI, selects a server and checks it answers `ping`, like the official
+    /// driver's `MongoClient.connect`.
+    #[napi]
+    pub async fn connect(uri: String) -> napi::Result<NativeClient> {
+        let client = mongodb::Client::with_uri_str(&uri).await.map_err(Error::from)?;
+        let database = client.default_database().unwrap_or_else(|| client.database("admin"));
+        if let Err(error) = database.run_command(doc! { "ping": 1 }).await {
+            client.shutdown().immediate(true).await;
+            return Err(Error::from(error).into());
+        }
+        Ok(NativeClient {
+            state: Arc::new(ClientState { client: Mutex::new(Some(client)), cursors: Mutex::new(Vec::new()) }),
+        })
+    }
+
+    /// A handle on `db.collection`; no I/O.
+    #[napi]
+    pub fn collection(&self, db: String, name: String) -> napi::Result<NativeCollection> {
+        let client = self.state.client()?;
+        Ok(NativeCollection::new(client.database(&db).collection(&name), self.state.clone()))
+    }
+
+    #[napi(getter)]
+    pub fn is_closed(&self) -> bool {
+        lock(&self.state.client).is_none()
+    }
+
+    /// Kills the client's open cursors on the server, then closes its connections. Idempotent.
+    #[napi]
+    pub async fn close(&self) -> napi::Result<()> {
+        let Some(client) = lock(&self.state.client).take() else {
+            return Ok(());
+        };
+        let cursors: Vec<_> = lock(&self.state.cursors).drain(..).filter_map(|cursor| cursor.upgrade()).collect();
+        for slot in cursors {
+            // A cursor still busy after the grace period is dropped with the client instead.
+            let _ = tokio::time::timeout(CLOSE_GRACE, slot.close_for_client()).await;
+        }
+        // A non-immediate shutdown waits for the killCursors of the cursors just closed.
+        if tokio::time::timeout(CLOSE_GRACE, client.clone().shutdown()).await.is_err() {
+            client.shutdown().immediate(true).await;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,166 @@
+//! `NativeCollection`: the read operations of one collection.
+
+use std::sync::Arc;
+
+use bson::{doc, Bson, Document};
+use mongodb::options::{AggregateOptions, CountOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOptions};
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+
+use crate::{
+    client::ClientState,
+    cursor::NativeCursor,
+    error::{Error, Result},
+    options::{document_from_bytes, OperationOptions},
+};
+
+#[napi]
+pub struct NativeCollection {
+    collection: mongodb::Collection<Document>,
+    client: Arc<ClientState>,
+}
+
+impl NativeCollection {
+    pub fn new(collection: mongodb::Collection<Document>, client: Arc<ClientState>) -> Self {
+        Self { collection, client }
+    }
+
+    /// Fails with a `Closed` error once the client is closed, before any I/O.
+    fn ensure_open(&self) -> Result<()> {
+        self.client.client().map(drop)
+    }
+}
+
+#[napi]
+impl NativeCollection {
+    /// Runs `find` and returns its cursor with the first batch buffered.
+    /// `filter` and `options` are BSON documents built by the TypeScript layer.
+    #[napi]
+    pub async fn find(&self, filter: Buffer, options: Buffer) -> napi::Result<NativeCursor> {
+        self.ensure_open()?;
+        let filter = document_from_bytes(&filter)?;
+        let mut taken = OperationOptions::from_bytes(&options, "find")?;
+        let mut find = FindOptions::default();
+        find.projection = taken.document("projection")?;
+        find.sort = taken.document("sort")?;
+        find.hint = taken.hint()?;
+        find.limit = taken.int("limit")?;
+        find.skip = taken.non_negative("skip")?;
+        find.batch_size = taken.batch_size()?;
+        find.max_time = taken.millis("maxTimeMS")?;
+        find.collation = taken.collation()?;
+        find.comment = taken.any("comment");
+        find.let_vars = taken.document("let")?;
+        find.allow_disk_use = taken.bool("allowDiskUse")?;
+        find.min = taken.document("min")?;
+        find.max = taken.document("max")?;
+        find.return_key = taken.bool("returnKey")?;
+        find.show_record_id = taken.bool("showRecordId")?;
+        find.selection_criteria = taken.read_preference()?;
+        find.read_concern = taken.read_concern()?;
+        find.no_cursor_timeout = taken.bool("noCursorTimeout")?;
+        find.allow_partial_results = taken.bool("allowPartialResults")?;
+        let mut single_batch = taken.bool("singleBatch")?.unwrap_or(false);
+        taken.finish()?;
+        // The crate sends `singleBatch` for a negative limit (CRUD spec); without a limit the
+        // cursor itself stops after the first batch.
+        if single_batch {
+            if let Some(limit) = find.limit {
+                find.limit = Some(-limit.abs());
+                single_batch = false;
+            }
+        }
+        let cursor = self.collection.find(filter).with_options(find).batch().await.map_err(Error::from)?;
+        Ok(NativeCursor::open(cursor, single_batch, &self.client))
+    }
+
+    /// Runs `aggregate`; `pipeline` is a BSON document `{ pipeline: [stage, ...] }`.
+    #[napi]
+    pub async fn aggregate(&self, pipeline: Buffer, options: Buffer) -> napi::Result<NativeCursor> {
+        self.ensure_open()?;
+        let stages = pipeline_from_bytes(&pipeline)?;
+        let mut taken = OperationOptions::from_bytes(&options, "aggregate")?;
+        let mut aggregate = AggregateOptions::default();
+        aggregate.allow_disk_use = taken.bool("allowDiskUse")?;
+        aggregate.batch_size = taken.batch_size()?;
+        aggregate.collation = taken.collation()?;
+        aggregate.comment = taken.any("comment");
+        aggregate.hint = taken.hint()?;
+        aggregate.max_time = taken.millis("maxTimeMS")?;
+        aggregate.max_await_time = taken.millis("maxAwaitTimeMS")?;
+        aggregate.let_vars = taken.document("let")?;
+        aggregate.selection_criteria = taken.read_preference()?;
+        aggregate.read_concern = taken.read_concern()?;
+        taken.finish()?;
+        let cursor = self.collection.aggregate(stages).with_options(aggregate).batch().await.map_err(Error::from)?;
+        Ok(NativeCursor::open(cursor, false, &self.client))
+    }
+
+    /// Counts the documents matching `filter` (an aggregation on the server, as in the official driver).
+    #[napi]
+    pub async fn count_documents(&self, filter: Buffer, options: Buffer) -> napi::Result<f64> {
+        self.ensure_open()?;
+        let filter = document_from_bytes(&filter)?;
+        let mut taken = OperationOptions::from_bytes(&options, "countDocuments")?;
+        let mut count = CountOptions::default();
+        count.skip = taken.non_negative("skip")?;
+        count.limit = taken.non_negative("limit")?;
+        count.hint = taken.hint()?;
+        count.max_time = taken.millis("maxTimeMS")?;
+        count.collation = taken.collation()?;
+        count.comment = taken.any("comment");
+        count.selection_criteria = taken.read_preference()?;
+        count.read_concern = taken.read_concern()?;
+        taken.finish()?;
+        let n = self.collection.count_documents(filter).with_options(count).await.map_err(Error::from)?;
+        Ok(n as f64)
+    }
+
+    /// The collection's document count from its metadata (`count` command).
+    #[napi]
+    pub async fn estimated_document_count(&self, options: Buffer) -> napi::Result<f64> {
+        self.ensure_open()?;
+        let mut taken = OperationOptions::from_bytes(&options, "estimatedDocumentCount")?;
+        let mut estimate = EstimatedDocumentCountOptions::default();
+        estimate.max_time = taken.millis("maxTimeMS")?;
+        estimate.comment = taken.any("comment");
+        estimate.selection_criteria = taken.read_preference()?;
+        estimate.read_concern = taken.read_concern()?;
+        taken.finish()?;
+        let n = self.collection.estimated_document_count().with_options(estimate).await.map_err(Error::from)?;
+        Ok(n as f64)
+    }
+
+    /// The distinct values of `key`, as a BSON document `{ values: [...] }` for the JS decoder.
+    #[napi]
+    pub async fn distinct(&self, key: String, filter: Buffer, options: Buffer) -> napi::Result<Buffer> {
+        self.ensure_open()?;
+        let filter = document_from_bytes(&filter)?;
+        let mut taken = OperationOptions::from_bytes(&options, "distinct")?;
+        let mut distinct = DistinctOptions::default();
+        distinct.max_time = taken.millis("maxTimeMS")?;
+        distinct.collation = taken.collation()?;
+        distinct.comment = taken.any("comment");
+        distinct.hint = taken.hint()?;
+        distinct.selection_criteria = taken.read_preference()?;
+        distinct.read_concern = taken.read_concern()?;
+        taken.finish()?;
+        let values = self.collection.distinct(key, filter).with_options(distinct).await.map_err(Error::from)?;
+        let reply = doc! { "values": values };
+        Ok(reply.to_vec().map_err(Error::from)?.into())
+    }
+}
+
+fn pipeline_from_bytes(bytes: &[u8]) -> Result<Vec<Document>> {
+    let pipeline = match document_from_bytes(bytes)?.remove("pipeline") {
+        Some(Bson::Array(stages)) => stages,
+        _ => return Err(Error::InvalidArgument("pipeline must be an array of stages".into())),
+    };
+    pipeline
+        .into_iter()
+        .map(|stage| match stage {
+            Bson::Document(stage) => Ok(stage),
+            _ => Err(Error::InvalidArgument("every pipeline stage must be a document".into())),
+        })
+        .collect()
+}

@@ -1,0 +1,82 @@
+//! `NativeCursor`: a server cursor read one raw batch at a time.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use mongodb::raw_batch_cursor::RawBatchCursor;
+use napi_derive::napi;
+use tokio::sync::Mutex;
+
+use crate::{
+    batch::{encode_batch, DocumentBatch},
+    client::ClientState,
+    error::Error,
+};
+
+enum CursorState {
+    Open(Box<RawBatchCursor>),
+    /// Drained, failed or closed by its owner: no more batches.
+    Done,
+    /// Closed because its client closed: reading on is an error, not an empty result.
+    ClientClosed,
+}
+
+/// The part of a cursor its client can reach to close it.
+pub struct CursorSlot {
+    state: Mutex<CursorState>,
+}
+
+impl CursorSlot {
+    /// Drops the driver cursor, which kills it on the server unless it was exhausted.
+    pub async fn close_for_client(&self) {
+        *self.state.lock().await = CursorState::ClientClosed;
+    }
+}
+
+/// An open find or aggregate cursor.
+#[napi]
+pub struct NativeCursor {
+    slot: Arc<CursorSlot>,
+    /// `singleBatch` without a limit: the crate has no such option, so stop after one batch.
+    single_batch: bool,
+}
+
+impl NativeCursor {
+    pub fn open(cursor: RawBatchCursor, single_batch: bool, client: &ClientState) -> Self {
+        let slot = Arc::new(CursorSlot { state: Mutex::new(CursorState::Open(Box::new(cursor))) });
+        client.track(&slot);
+        Self { slot, single_batch }
+    }
+}
+
+#[napi]
+impl NativeCursor {
+    /// The next server batch, or `null` once the cursor is exhausted or closed.
+    #[napi]
+    pub async fn next_batch(&self) -> napi::Result<Option<DocumentBatch>> {
+        let mut state = self.slot.state.lock().await;
+        let cursor = match &mut *state {
+            CursorState::Open(cursor) => cursor,
+            CursorState::Done => return Ok(None),
+            CursorState::ClientClosed => return Err(Error::Closed("client").into()),
+        };
+        let result = cursor.next().await;
+        if self.single_batch || !matches!(result, Some(Ok(_))) {
+            *state = CursorState::Done;
+        }
+        match result {
+            None => Ok(None),
+            Some(Err(error)) => Err(Error::from(error).into()),
+            Some(Ok(batch)) => Ok(Some(encode_batch(&batch)?)),
+        }
+    }
+
+    /// Kills the server cursor if it is still open. Idempotent.
+    #[napi]
+    pub async fn close(&self) {
+        let mut state = self.slot.state.lock().await;
+        if let CursorState::Open(_) = &*state {
+            *state = CursorState::Done;
+        }
+    }
+}

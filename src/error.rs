@@ -1,0 +1,77 @@
+//! One error type for the addon and its single conversion into a JS error.
+//!
+//! The TypeScript layer rebuilds the official driver's error classes, so the JS error carries a
+//! machine-readable payload: `RUMONGO_ERROR_PREFIX` followed by a JSON object with the kind, the
+//! message and, for server errors, `code`, `codeName` and `errorLabels`.
+
+use mongodb::error::ErrorKind;
+use serde_json::json;
+
+/// Marks a native error message whose remainder is a JSON payload for `ts/errors.ts`.
+pub const RUMONGO_ERROR_PREFIX: &str = "rumongo-error:";
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The caller passed something the driver cannot use.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// An operation on a client or cursor that was already closed.
+    #[error("{0} is closed")]
+    Closed(&'static str),
+    /// BSON that does not parse: from the server, or a corrupted buffer from the JS side.
+    #[error("invalid BSON: {0}")]
+    Bson(#[from] bson::error::Error),
+    /// The server sent something the driver cannot read.
+    #[error("invalid server response: {0}")]
+    InvalidResponse(&'static str),
+    #[error(transparent)]
+    Driver(#[from] mongodb::error::Error),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    fn payload(&self) -> serde_json::Value {
+        match self {
+            Error::InvalidArgument(message) => json!({ "kind": "invalidArgument", "message": message }),
+            Error::Closed(what) => json!({ "kind": "closed", "message": self.to_string(), "what": what }),
+            Error::Bson(_) => json!({ "kind": "bson", "message": self.to_string() }),
+            Error::InvalidResponse(_) => json!({ "kind": "driver", "message": self.to_string() }),
+            Error::Driver(error) => driver_payload(error),
+        }
+    }
+}
+
+fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
+    let labels: Vec<&String> = error.labels().iter().collect();
+    let message = error.kind.to_string();
+    match error.kind.as_ref() {
+        ErrorKind::Command(command) => json!({
+            "kind": "server",
+            "message": command.message,
+            "code": command.code,
+            "codeName": command.code_name,
+            "errorLabels": labels,
+        }),
+        ErrorKind::ServerSelection { message, .. } => json!({ "kind": "serverSelection", "message": message }),
+        ErrorKind::Io(_) | ErrorKind::ConnectionPoolCleared { .. } => {
+            json!({ "kind": "network", "message": message, "errorLabels": labels })
+        }
+        ErrorKind::InvalidArgument { message, .. } => json!({ "kind": "invalidArgument", "message": message }),
+        ErrorKind::Authentication { message, .. } => json!({ "kind": "authentication", "message": message }),
+        ErrorKind::DnsResolve { message, .. } | ErrorKind::InvalidTlsConfig { message, .. } => {
+            json!({ "kind": "parse", "message": message })
+        }
+        ErrorKind::Shutdown => json!({ "kind": "closed", "message": "client is closed", "what": "client" }),
+        _ => json!({ "kind": "driver", "message": message, "errorLabels": labels }),
+    }
+}
+
+impl From<Error> for napi::Error {
+    fn from(error: Error) -> Self {
+        napi::Error::new(
+            napi::Status::GenericFailure,
+            format!("{RUMONGO_ERROR_PREFIX}{}", error.payload()),
+        )
+    }
+}

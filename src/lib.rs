@@ -1,0 +1,9 @@
+#![deny(clippy::all)]
+//! rumongo: the MongoDB read path for Node.js. This file only wires the modules.
+
+mod batch;
+mod client;
+mod collection;
+mod cursor;
+mod error;
+mod options;

@@ -1,0 +1,98 @@
+/**
+ * BSON options as the official driver resolves them, and the serialization of values sent to Rust.
+ * @module
+ */
+import { BSON, type Document } from 'bson'
+import { MongoInvalidArgumentError } from './errors.js'
+
+/** How documents are turned into BSON for the server (filters, pipelines, options). */
+export interface BSONSerializeOptions {
+  /** Skip `undefined` values instead of sending them as null. Default false. */
+  ignoreUndefined?: boolean
+  /** Send functions as BSON Code. Default false. */
+  serializeFunctions?: boolean
+}
+
+/** How results are turned into JS values: the official driver's options, same defaults. */
+export interface BSONDeserializeOptions {
+  /** Return BSON values as their JS equivalents (Int32 -> number, ...). Default true. */
+  promoteValues?: boolean
+  /** Int64 within +-2^53 as number. Default true. */
+  promoteLongs?: boolean
+  /** Binary subtype 0 as Buffer. Default false. */
+  promoteBuffers?: boolean
+  /** Int64 as bigint. Default false. */
+  useBigInt64?: boolean
+  /** Regular expressions as BSONRegExp instead of RegExp. Default false. */
+  bsonRegExp?: boolean
+  /** Reject invalid UTF-8 in strings. Default true. */
+  enableUtf8Validation?: boolean
+  /** Return each document as a Buffer of its BSON. Default false. */
+  raw?: boolean
+}
+
+export type BSONOptions = BSONSerializeOptions & BSONDeserializeOptions
+
+/** The options after inheritance (operation over collection over db over client), defaults filled. */
+export type ResolvedBSONOptions = Required<BSONOptions>
+
+const BSON_OPTION_NAMES = [
+  'ignoreUndefined',
+  'serializeFunctions',
+  'promoteValues',
+  'promoteLongs',
+  'promoteBuffers',
+  'useBigInt64',
+  'bsonRegExp',
+  'enableUtf8Validation',
+  'raw',
+] as const satisfies readonly (keyof BSONOptions)[]
+
+/** True for the option names that belong to BSON, which operations accept next to their own. */
+export function isBSONOptionName(name: string): name is keyof BSONOptions {
+  return (BSON_OPTION_NAMES as readonly string[]).includes(name)
+}
+
+export const DEFAULT_BSON_OPTIONS: ResolvedBSONOptions = {
+  ignoreUndefined: false,
+  serializeFunctions: false,
+  promoteValues: true,
+  promoteLongs: true,
+  promoteBuffers: false,
+  useBigInt64: false,
+  bsonRegExp: false,
+  enableUtf8Validation: true,
+  raw: false,
+}
+
+/** Resolves `options` over `parent`, checking each given value is a boolean. */
+export function resolveBSONOptions(options: Document | undefined, parent: ResolvedBSONOptions): ResolvedBSONOptions {
+  const resolved = { ...parent }
+  for (const name of BSON_OPTION_NAMES) {
+    const value: unknown = options?.[name]
+    if (value === undefined) continue
+    if (typeof value !== 'boolean') {
+      throw new MongoInvalidArgumentError(`Option "${name}" must be a boolean, got ${describe(value)}`)
+    }
+    resolved[name] = value
+  }
+  return resolved
+}
+
+/** Serializes a document for the native side, keeping every js-bson type. */
+export function toBSON(document: Document, options: BSONSerializeOptions): Buffer {
+  const bytes = BSON.serialize(document, {
+    checkKeys: false,
+    ignoreUndefined: options.ignoreUndefined ?? false,
+    serializeFunctions: options.serializeFunctions ?? false,
+  })
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
+
+/** A short description of a value for error messages. */
+export function describe(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'null prototype'})`
+  return `${typeof value} ${String(value).slice(0, 40)}`
+}

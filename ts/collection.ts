@@ -1,0 +1,156 @@
+/**
+ * `Collection`: the read operations of the official driver's collection, same names and results.
+ * @module
+ */
+import type { Document, ObjectId } from 'bson'
+import { describe, resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
+import { AggregationCursor } from './cursor/aggregation_cursor.js'
+import { FindCursor } from './cursor/find_cursor.js'
+import type { CursorSource } from './cursor/abstract_cursor.js'
+import { createDecoder } from './decode.js'
+import { callNative, MongoInvalidArgumentError } from './errors.js'
+import type { NativeCollection } from './native.cjs'
+import {
+  COUNT_DOCUMENTS,
+  DISTINCT,
+  ESTIMATED_DOCUMENT_COUNT,
+  isPlainObject,
+  resolveOperationOptions,
+  type AggregateOptions,
+  type CountDocumentsOptions,
+  type DistinctOptions,
+  type EstimatedDocumentCountOptions,
+  type FindOptions,
+} from './options.js'
+
+/** `T` with its `_id`: the declared type, or ObjectId when `T` declares none. */
+export type WithId<TSchema> = Omit<TSchema, '_id'> & {
+  _id: TSchema extends { _id: infer Id } ? Id : ObjectId
+}
+
+/** A query filter: field conditions on `T` plus any operator document the server accepts. */
+export type Filter<TSchema> = { [Key in keyof WithId<TSchema>]?: unknown } & Document
+
+/** Options for `db.collection()`: BSON options inherited by its operations. */
+export type CollectionOptions = BSONOptions
+
+/** What a collection needs from its database. */
+export interface CollectionParent {
+  databaseName: string
+  bsonOptions: ResolvedBSONOptions
+  nativeCollection(name: string): Promise<NativeCollection>
+}
+
+/** A collection's read operations. Get one with `client.db(name).collection(name)`. */
+export class Collection<TSchema extends Document = Document> {
+  readonly #parent: CollectionParent
+  readonly #name: string
+  readonly #bsonOptions: ResolvedBSONOptions
+  #native: Promise<NativeCollection> | null = null
+
+  /** @internal Created by `Db.collection`. */
+  constructor(parent: CollectionParent, name: string, options?: CollectionOptions) {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new MongoInvalidArgumentError(`collection name must be a non-empty string, got ${describe(name)}`)
+    }
+    this.#parent = parent
+    this.#name = name
+    this.#bsonOptions = resolveBSONOptions(options, parent.bsonOptions)
+  }
+
+  get collectionName(): string {
+    return this.#name
+  }
+
+  get dbName(): string {
+    return this.#parent.databaseName
+  }
+
+  /** `db.collection`. */
+  get namespace(): string {
+    return `${this.dbName}.${this.#name}`
+  }
+
+  /** BSON options in force for this collection's operations. */
+  get bsonOptions(): ResolvedBSONOptions {
+    return { ...this.#bsonOptions }
+  }
+
+  #nativeCollection(): Promise<NativeCollection> {
+    this.#native ??= this.#parent.nativeCollection(this.#name).catch((error: unknown) => {
+      this.#native = null
+      throw error
+    })
+    return this.#native
+  }
+
+  #cursorSource(): CursorSource {
+    return {
+      namespace: this.namespace,
+      bsonOptions: this.#bsonOptions,
+      nativeCollection: () => this.#nativeCollection(),
+    }
+  }
+
+  /**
+   * Documents matching `filter`. Returns a cursor; `await` it (or call `toArray()`) for the array.
+   * `filter` may also be an ObjectId, meaning `{ _id: id }`.
+   */
+  find(filter: Filter<TSchema> | ObjectId = {}, options: FindOptions = {}): FindCursor<WithId<TSchema>> {
+    return new FindCursor(this.#cursorSource(), checkFilter(filter), options)
+  }
+
+  /** The first document matching `filter`, or `null`. */
+  async findOne(filter: Filter<TSchema> | ObjectId = {}, options: FindOptions = {}): Promise<WithId<TSchema> | null> {
+    const cursor = this.find(filter, options).limit(-1).batchSize(1)
+    try {
+      return await cursor.next()
+    } finally {
+      await cursor.close()
+    }
+  }
+
+  /** Runs a read-only aggregation pipeline. Returns a cursor, awaitable like `find`'s. */
+  aggregate<T extends Document = Document>(
+    pipeline: readonly Document[] = [],
+    options: AggregateOptions = {},
+  ): AggregationCursor<T> {
+    return new AggregationCursor<T>(this.#cursorSource(), pipeline, options)
+  }
+
+  /** Number of documents matching `filter` (exact, via an aggregation). */
+  async countDocuments(filter: Filter<TSchema> = {}, options: CountDocumentsOptions = {}): Promise<number> {
+    const checked = checkFilter(filter)
+    const { command, bson } = resolveOperationOptions(COUNT_DOCUMENTS, options, this.#bsonOptions)
+    const collection = await this.#nativeCollection()
+    return callNative(() => collection.countDocuments(toBSON(checked, bson), toBSON(command, bson)))
+  }
+
+  /** Number of documents in the collection from its metadata (fast, may be approximate). */
+  async estimatedDocumentCount(options: EstimatedDocumentCountOptions = {}): Promise<number> {
+    const { command, bson } = resolveOperationOptions(ESTIMATED_DOCUMENT_COUNT, options, this.#bsonOptions)
+    const collection = await this.#nativeCollection()
+    return callNative(() => collection.estimatedDocumentCount(toBSON(command, bson)))
+  }
+
+  /** The distinct values of `key` among documents matching `filter`. */
+  async distinct<T = any>(key: string, filter: Filter<TSchema> = {}, options: DistinctOptions = {}): Promise<T[]> {
+    if (typeof key !== 'string') {
+      throw new MongoInvalidArgumentError(`distinct key must be a string, got ${describe(key)}`)
+    }
+    const checked = checkFilter(filter)
+    const { command, bson } = resolveOperationOptions(DISTINCT, options, this.#bsonOptions)
+    const collection = await this.#nativeCollection()
+    const reply = await callNative(() => collection.distinct(key, toBSON(checked, bson), toBSON(command, bson)))
+    return createDecoder({ ...bson, raw: false }).decodeDocument(reply).values as T[]
+  }
+}
+
+/** A filter must be a plain object; an ObjectId means `{ _id: id }` (as in the official driver). */
+function checkFilter(filter: unknown): Document {
+  if (isPlainObject(filter)) return filter
+  if (typeof filter === 'object' && filter !== null && (filter as Document)._bsontype === 'ObjectId') {
+    return { _id: filter }
+  }
+  throw new MongoInvalidArgumentError(`Query filter must be a plain object or ObjectId, got ${describe(filter)}`)
+}

@@ -1,0 +1,234 @@
+/**
+ * The cursor surface of the official driver (`next`, `toArray`, `for await`, `map`, `close`, ...)
+ * over native cursors that hand over one server batch at a time.
+ * @module
+ */
+import { Readable } from 'node:stream'
+import type { Document } from 'bson'
+import type { ResolvedBSONOptions } from '../bson.js'
+import { createDecoder, type BatchDecoder } from '../decode.js'
+import { callNative, MongoCursorExhaustedError, MongoCursorInUseError } from '../errors.js'
+import type { NativeCollection, NativeCursor } from '../native.cjs'
+
+/** Where a cursor's documents come from: its collection and inherited BSON options. */
+export interface CursorSource {
+  /** `db.collection`. */
+  namespace: string
+  bsonOptions: ResolvedBSONOptions
+  /** The native collection; connects the client on first use. */
+  nativeCollection(): Promise<NativeCollection>
+}
+
+type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'closed'
+
+/**
+ * A cursor over query results. Lazy: nothing is sent until the first read.
+ * Also a thenable, so `await collection.find(filter)` resolves to the array of all documents.
+ */
+export abstract class AbstractCursor<TSchema = Document> implements AsyncIterable<TSchema>, PromiseLike<TSchema[]> {
+  readonly #source: CursorSource
+  #state: CursorState = 'new'
+  #native: NativeCursor | null = null
+  #decoder: BatchDecoder | null = null
+  #buffer: Document[] = []
+  #position = 0
+  #fetching: Promise<boolean> | null = null
+  #transform: ((document: any) => any) | null = null
+
+  protected constructor(source: CursorSource) {
+    this.#source = source
+  }
+
+  /** `db.collection` this cursor reads. */
+  get namespace(): string {
+    return this.#source.namespace
+  }
+
+  /** True once the cursor is exhausted or closed. */
+  get closed(): boolean {
+    return this.#state === 'exhausted' || this.#state === 'closed'
+  }
+
+  /** True once the first read has started: options can no longer change. */
+  protected get initialized(): boolean {
+    return this.#state !== 'new'
+  }
+
+  protected get source(): CursorSource {
+    return this.#source
+  }
+
+  protected throwIfInitialized(): void {
+    if (this.initialized) throw new MongoCursorInUseError()
+  }
+
+  /** Runs the cursor-creating command (find / aggregate) and its decode options. */
+  protected abstract openNative(
+    collection: NativeCollection,
+  ): Promise<{ cursor: NativeCursor; bsonOptions: ResolvedBSONOptions }>
+
+  /** A new, unstarted cursor with the same query and options (transforms not included). */
+  abstract clone(): AbstractCursor<TSchema>
+
+  /** Number of documents buffered client-side and readable without I/O. */
+  bufferedCount(): number {
+    return this.#buffer.length - this.#position
+  }
+
+  /** Takes up to `count` buffered documents (all by default) without I/O. */
+  readBufferedDocuments(count?: number): TSchema[] {
+    const end = count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
+    const documents = this.#buffer.slice(this.#position, end)
+    this.#position = end
+    return this.#transform ? documents.map(this.#transform) : (documents as TSchema[])
+  }
+
+  /** The next document, or `null` when there are no more. */
+  async next(): Promise<TSchema | null> {
+    if (this.#state === 'closed') throw new MongoCursorExhaustedError()
+    do {
+      if (this.#position < this.#buffer.length) {
+        const document = this.#buffer[this.#position++]
+        return this.#transform ? this.#transform(document) : (document as TSchema)
+      }
+    } while (await this.#fetchBatch())
+    return null
+  }
+
+  /** Same as `next()`: a non-tailable cursor always waits for the server's answer. */
+  async tryNext(): Promise<TSchema | null> {
+    return this.next()
+  }
+
+  /** Whether another document is available. */
+  async hasNext(): Promise<boolean> {
+    if (this.#state === 'closed') return false
+    do {
+      if (this.#position < this.#buffer.length) return true
+    } while (await this.#fetchBatch())
+    return false
+  }
+
+  /** All remaining documents. */
+  async toArray(): Promise<TSchema[]> {
+    if (this.#state === 'closed') return []
+    const documents: TSchema[] = []
+    do {
+      for (const document of this.readBufferedDocuments()) documents.push(document)
+    } while (await this.#fetchBatch())
+    return documents
+  }
+
+  /** Calls `iterator` for each document; stops early when it returns `false`. */
+  async forEach(iterator: (document: TSchema) => boolean | void): Promise<void> {
+    for await (const document of this) {
+      if (iterator(document) === false) break
+    }
+  }
+
+  /**
+   * Applies `transform` to each document, after any earlier transform. Call it before reading.
+   * Returns this cursor, retyped.
+   */
+  map<T>(transform: (document: TSchema) => T): AbstractCursor<T> {
+    this.throwIfInitialized()
+    const previous = this.#transform
+    this.#transform = previous ? (document) => transform(previous(document)) : transform
+    return this as unknown as AbstractCursor<T>
+  }
+
+  /** Kills the server cursor if still open and drops buffered documents. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#state === 'closed') return
+    const wasOpening = this.#fetching
+    this.#state = 'closed'
+    this.#buffer = []
+    this.#position = 0
+    await wasOpening?.catch(() => false)
+    const native = this.#native
+    this.#native = null
+    if (native) await callNative(() => native.close())
+  }
+
+  /** Closes the cursor and resets it so the next read runs the query again. */
+  async rewind(): Promise<void> {
+    await this.close()
+    this.#state = 'new'
+  }
+
+  /** A Node `Readable` (object mode) of the documents; backpressure pauses reading batches. */
+  stream(): Readable {
+    return Readable.from(this)
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void> {
+    try {
+      for (let document = await this.next(); document !== null; document = await this.next()) {
+        yield document
+      }
+    } finally {
+      await this.close()
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+
+  /** Makes the cursor awaitable: resolves to `toArray()`. */
+  then<TResult1 = TSchema[], TResult2 = never>(
+    onfulfilled?: ((value: TSchema[]) => TResult1 | PromiseLike<TResult1>) | null,
+    onrejected?: ((reason: unknown) => TResult2 | PromiseLike<TResult2>) | null,
+  ): Promise<TResult1 | TResult2> {
+    return this.toArray().then(onfulfilled, onrejected)
+  }
+
+  /** Fetches the next non-empty batch into the buffer; false when there is none. Concurrent callers share one fetch. */
+  #fetchBatch(): Promise<boolean> {
+    this.#fetching ??= this.#fetchNonEmptyBatch().finally(() => {
+      this.#fetching = null
+    })
+    return this.#fetching
+  }
+
+  async #fetchNonEmptyBatch(): Promise<boolean> {
+    if (this.#state === 'new') {
+      this.#state = 'opening'
+      try {
+        const collection = await this.#source.nativeCollection()
+        const { cursor, bsonOptions } = await this.openNative(collection)
+        this.#native = cursor
+        this.#decoder = createDecoder(bsonOptions)
+      } catch (error) {
+        this.#state = 'exhausted'
+        throw error
+      }
+      // close() during the open: kill what was just opened.
+      if (this.#state !== 'opening') return false
+      this.#state = 'open'
+    }
+    while (this.#state === 'open') {
+      const native = this.#native!
+      const batch = await callNative(() => native.nextBatch()).catch((error: unknown) => {
+        this.#exhaust()
+        throw error
+      })
+      if (this.#state !== 'open') return false
+      if (batch === null) {
+        this.#exhaust()
+        return false
+      }
+      if (batch.count > 0) {
+        this.#buffer = this.#decoder!.decodeBatch(batch)
+        this.#position = 0
+        return true
+      }
+    }
+    return false
+  }
+
+  #exhaust(): void {
+    this.#state = 'exhausted'
+    this.#native = null
+  }
+}

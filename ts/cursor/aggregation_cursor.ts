@@ -1,0 +1,98 @@
+/**
+ * The cursor `aggregate()` returns. Read pipelines only: `$out` and `$merge` belong to the
+ * official driver, which rumongo leaves the writes to.
+ * @module
+ */
+import type { Document } from 'bson'
+import { describe, toBSON } from '../bson.js'
+import { callNative, MongoInvalidArgumentError } from '../errors.js'
+import type { NativeCollection } from '../native.cjs'
+import { AGGREGATE, isPlainObject, resolveOperationOptions, type AggregateOptions } from '../options.js'
+import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
+
+const WRITE_STAGES = ['$out', '$merge']
+
+/** A cursor over the results of an aggregation pipeline. Stages can be appended before reading. */
+export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchema> {
+  readonly #pipeline: Document[]
+  readonly #options: AggregateOptions
+
+  /** @internal Created by `Collection.aggregate`. */
+  constructor(source: CursorSource, pipeline: readonly Document[], options: AggregateOptions) {
+    super(source)
+    if (!Array.isArray(pipeline)) {
+      throw new MongoInvalidArgumentError(`aggregate pipeline must be an array, got ${describe(pipeline)}`)
+    }
+    this.#pipeline = []
+    pipeline.forEach((stage) => this.#append(stage))
+    this.#options = { ...options }
+    resolveOperationOptions(AGGREGATE, this.#options, source.bsonOptions)
+  }
+
+  protected override async openNative(collection: NativeCollection) {
+    const { command, bson } = resolveOperationOptions(AGGREGATE, this.#options, this.source.bsonOptions)
+    const pipeline = toBSON({ pipeline: this.#pipeline }, bson)
+    const cursor = await callNative(() => collection.aggregate(pipeline, toBSON(command, bson)))
+    return { cursor, bsonOptions: bson }
+  }
+
+  override clone(): AggregationCursor<TSchema> {
+    return new AggregationCursor<TSchema>(this.source, this.#pipeline, this.#options)
+  }
+
+  override map<T>(transform: (document: TSchema) => T): AggregationCursor<T> {
+    return super.map(transform) as AggregationCursor<T>
+  }
+
+  #append(stage: unknown): void {
+    if (!isPlainObject(stage)) {
+      throw new MongoInvalidArgumentError(`every pipeline stage must be an object, got ${describe(stage)}`)
+    }
+    const write = Object.keys(stage).find((name) => WRITE_STAGES.includes(name))
+    if (write !== undefined) {
+      throw new MongoInvalidArgumentError(
+        `rumongo runs read pipelines only: run the ${write} stage with the official driver`,
+      )
+    }
+    this.#pipeline.push(stage)
+  }
+
+  /** Appends a stage to the pipeline. */
+  addStage<T = Document>(stage: Document): AggregationCursor<T> {
+    this.throwIfInitialized()
+    this.#append(stage)
+    return this as unknown as AggregationCursor<T>
+  }
+
+  match(filter: Document): this {
+    return this.addStage({ $match: filter }) as this
+  }
+
+  project<T extends Document = Document>(projection: Document): AggregationCursor<T> {
+    return this.addStage<T>({ $project: projection })
+  }
+
+  sort(sort: Document): this {
+    return this.addStage({ $sort: sort }) as this
+  }
+
+  skip(value: number): this {
+    return this.addStage({ $skip: value }) as this
+  }
+
+  limit(value: number): this {
+    return this.addStage({ $limit: value }) as this
+  }
+
+  group<T = Document>(group: Document): AggregationCursor<T> {
+    return this.addStage<T>({ $group: group })
+  }
+
+  unwind<T = Document>(unwind: string | Document): AggregationCursor<T> {
+    return this.addStage<T>({ $unwind: unwind })
+  }
+
+  lookup(lookup: Document): this {
+    return this.addStage({ $lookup: lookup }) as this
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * The cursor `find()` returns, with the official driver's builder methods.
+ * @module
+ */
+import type { Document } from 'bson'
+import { toBSON } from '../bson.js'
+import { callNative } from '../errors.js'
+import type { NativeCollection } from '../native.cjs'
+import {
+  FIND,
+  normalizeOperationOption,
+  resolveOperationOptions,
+  type CollationOptions,
+  type FindOptions,
+  type Hint,
+  type Sort,
+  type SortDirection,
+} from '../options.js'
+import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
+
+/** A cursor over the results of a `find`. Set options with the builder methods before reading. */
+export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
+  #filter: Document
+  readonly #options: FindOptions
+
+  /** @internal Created by `Collection.find`. */
+  constructor(source: CursorSource, filter: Document, options: FindOptions) {
+    super(source)
+    this.#filter = filter
+    this.#options = { ...options }
+    // Fail at the call site, not at the first read, on a bad option.
+    resolveOperationOptions(FIND, this.#options, source.bsonOptions)
+  }
+
+  protected override async openNative(collection: NativeCollection) {
+    const { command, bson } = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
+    const cursor = await callNative(() => collection.find(toBSON(this.#filter, bson), toBSON(command, bson)))
+    return { cursor, bsonOptions: bson }
+  }
+
+  override clone(): FindCursor<TSchema> {
+    return new FindCursor<TSchema>(this.source, this.#filter, this.#options)
+  }
+
+  override map<T>(transform: (document: TSchema) => T): FindCursor<T> {
+    return super.map(transform) as FindCursor<T>
+  }
+
+  #set(key: keyof FindOptions & string, value: unknown): this {
+    this.throwIfInitialized()
+    ;(this.#options as Document)[key] = normalizeOperationOption(FIND, key, value)
+    return this
+  }
+
+  /** Replaces the query filter. */
+  filter(filter: Document): this {
+    this.throwIfInitialized()
+    this.#filter = filter
+    return this
+  }
+
+  /** Sort order: `sort({ a: 1 })`, `sort('a', -1)`, `sort([['a', 1], ['b', -1]])`, ... */
+  sort(sort: Sort, direction?: SortDirection): this {
+    return this.#set('sort', typeof sort === 'string' && direction !== undefined ? [[sort, direction]] : sort)
+  }
+
+  limit(value: number): this {
+    return this.#set('limit', value)
+  }
+
+  skip(value: number): this {
+    return this.#set('skip', value)
+  }
+
+  /** Fields to include or exclude (`{ a: 1 }`, `{ b: 0 }`, `{ 'a.b': 1 }`, operators). */
+  project<T extends Document = Document>(projection: Document): FindCursor<T> {
+    this.#set('projection', projection)
+    return this as unknown as FindCursor<T>
+  }
+
+  batchSize(value: number): this {
+    return this.#set('batchSize', value)
+  }
+
+  hint(hint: Hint): this {
+    return this.#set('hint', hint)
+  }
+
+  min(min: Document): this {
+    return this.#set('min', min)
+  }
+
+  max(max: Document): this {
+    return this.#set('max', max)
+  }
+
+  returnKey(value: boolean): this {
+    return this.#set('returnKey', value)
+  }
+
+  showRecordId(value: boolean): this {
+    return this.#set('showRecordId', value)
+  }
+
+  comment(value: unknown): this {
+    return this.#set('comment', value)
+  }
+
+  maxTimeMS(value: number): this {
+    return this.#set('maxTimeMS', value)
+  }
+
+  collation(value: CollationOptions): this {
+    return this.#set('collation', value)
+  }
+
+  allowDiskUse(value = true): this {
+    return this.#set('allowDiskUse', value)
+  }
+}

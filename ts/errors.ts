@@ -1,0 +1,224 @@
+/**
+ * The official driver's error hierarchy, rebuilt so that code catching by class
+ * (`err instanceof MongoServerError`, `err.code === 11000`, ...) keeps working after the switch.
+ * @module
+ */
+import { BSONError } from 'bson'
+
+/** Stable `code` values for errors raised by rumongo itself (server errors carry the server's code). */
+export const ErrorCode = {
+  InvalidArgument: 'ERR_INVALID_ARGUMENT',
+  CursorInUse: 'ERR_CURSOR_IN_USE',
+  CursorExhausted: 'ERR_CURSOR_EXHAUSTED',
+  NotConnected: 'ERR_NOT_CONNECTED',
+  Parse: 'ERR_PARSE',
+  ServerSelection: 'ERR_SERVER_SELECTION',
+  Network: 'ERR_NETWORK',
+  Runtime: 'ERR_RUNTIME',
+} as const
+
+/** Options shared by every rumongo error. */
+export interface MongoErrorOptions {
+  cause?: unknown
+  errorLabels?: readonly string[]
+}
+
+/** The base of every error raised by rumongo. */
+export class MongoError extends Error {
+  /** A server error code (number) or one of {@link ErrorCode} for errors raised by the driver. */
+  code?: number | string
+  private readonly labels: Set<string>
+
+  constructor(message: string, options: MongoErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause })
+    this.labels = new Set(options.errorLabels)
+  }
+
+  override get name(): string {
+    return 'MongoError'
+  }
+
+  /** Labels the server or driver attached, e.g. `RetryableError`. */
+  get errorLabels(): string[] {
+    return [...this.labels]
+  }
+
+  hasErrorLabel(label: string): boolean {
+    return this.labels.has(label)
+  }
+
+  /** Legacy alias of `message`, as in the official driver. */
+  get errmsg(): string {
+    return this.message
+  }
+}
+
+/** An error raised by the driver itself, not by the server. */
+export class MongoDriverError extends MongoError {
+  override get name(): string {
+    return 'MongoDriverError'
+  }
+}
+
+/** The API was used wrongly. */
+export class MongoAPIError extends MongoDriverError {
+  override get name(): string {
+    return 'MongoAPIError'
+  }
+}
+
+/** An argument or option has a wrong type or value. */
+export class MongoInvalidArgumentError extends MongoAPIError {
+  override code = ErrorCode.InvalidArgument
+  override get name(): string {
+    return 'MongoInvalidArgumentError'
+  }
+}
+
+/** A cursor option was changed after the cursor started. */
+export class MongoCursorInUseError extends MongoAPIError {
+  override code = ErrorCode.CursorInUse
+  constructor(message = 'Cursor is already initialized', options?: MongoErrorOptions) {
+    super(message, options)
+  }
+  override get name(): string {
+    return 'MongoCursorInUseError'
+  }
+}
+
+/** A closed cursor was read. */
+export class MongoCursorExhaustedError extends MongoAPIError {
+  override code = ErrorCode.CursorExhausted
+  constructor(message = 'Cursor is exhausted', options?: MongoErrorOptions) {
+    super(message, options)
+  }
+  override get name(): string {
+    return 'MongoCursorExhaustedError'
+  }
+}
+
+/** An operation ran on a client that is not connected (never connected, or closed). */
+export class MongoNotConnectedError extends MongoAPIError {
+  override code = ErrorCode.NotConnected
+  override get name(): string {
+    return 'MongoNotConnectedError'
+  }
+}
+
+/** The connection string or a client option could not be parsed. */
+export class MongoParseError extends MongoDriverError {
+  override code = ErrorCode.Parse
+  override get name(): string {
+    return 'MongoParseError'
+  }
+}
+
+/** Something that should not happen inside the driver (e.g. a malformed server reply). */
+export class MongoRuntimeError extends MongoDriverError {
+  override code = ErrorCode.Runtime
+  override get name(): string {
+    return 'MongoRuntimeError'
+  }
+}
+
+/** Details a server error reply carries. */
+export interface ServerErrorDetails extends MongoErrorOptions {
+  code: number
+  codeName: string
+}
+
+/** The server answered with an error (`ok: 0`). */
+export class MongoServerError extends MongoError {
+  codeName: string
+  declare code: number
+
+  constructor(message: string, details: ServerErrorDetails) {
+    super(message, details)
+    this.code = details.code
+    this.codeName = details.codeName
+  }
+
+  override get name(): string {
+    return 'MongoServerError'
+  }
+}
+
+/** A network failure talking to a server. */
+export class MongoNetworkError extends MongoError {
+  override code = ErrorCode.Network
+  override get name(): string {
+    return 'MongoNetworkError'
+  }
+}
+
+/** A failure of the system around the driver. */
+export class MongoSystemError extends MongoError {
+  override get name(): string {
+    return 'MongoSystemError'
+  }
+}
+
+/** No suitable server was found within `serverSelectionTimeoutMS`. */
+export class MongoServerSelectionError extends MongoSystemError {
+  override code = ErrorCode.ServerSelection
+  override get name(): string {
+    return 'MongoServerSelectionError'
+  }
+}
+
+const NATIVE_ERROR_PREFIX = 'rumongo-error:'
+
+interface NativeErrorPayload {
+  kind: string
+  message: string
+  code?: number
+  codeName?: string
+  errorLabels?: string[]
+}
+
+/** Rebuilds the typed error that a native call encoded in its message (see src/error.rs). */
+export function translateNativeError(error: unknown): unknown {
+  if (!(error instanceof Error) || !error.message.startsWith(NATIVE_ERROR_PREFIX)) return error
+  const payload = JSON.parse(error.message.slice(NATIVE_ERROR_PREFIX.length)) as NativeErrorPayload
+  const { message, errorLabels } = payload
+  const options = { cause: error, errorLabels }
+  switch (payload.kind) {
+    case 'server':
+      return new MongoServerError(message, { ...options, code: payload.code!, codeName: payload.codeName! })
+    case 'authentication':
+      // The server answers a failed SCRAM conversation with code 18, which is what users check.
+      return new MongoServerError(message, { ...options, code: 18, codeName: 'AuthenticationFailed' })
+    case 'serverSelection':
+      return new MongoServerSelectionError(message, options)
+    case 'network':
+      return new MongoNetworkError(message, options)
+    case 'invalidArgument':
+      return new MongoInvalidArgumentError(message, options)
+    case 'parse':
+      return new MongoParseError(message, options)
+    case 'closed':
+      return new MongoNotConnectedError('Client must be connected before running operations', options)
+    case 'bson':
+      return new BSONError(message, { cause: error })
+    default:
+      return new MongoRuntimeError(message, options)
+  }
+}
+
+/** Awaits a native call and rethrows its failure as the matching typed error. */
+export async function callNative<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call()
+  } catch (error) {
+    throw translateNativeError(error)
+  }
+}
+
+/** Runs a synchronous native call and rethrows its failure as the matching typed error. */
+export function callNativeSync<T>(call: () => T): T {
+  try {
+    return call()
+  } catch (error) {
+    throw translateNativeError(error)
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * rumongo: the MongoDB read path for Node.js. Same API and results as the official driver's
+ * read operations; BSON is fetched and split into batches in Rust.
+ * @module
+ */
+export { MongoClient, Db, type MongoClientOptions } from './mongo_client.js'
+export { Collection, type CollectionOptions, type Filter, type WithId } from './collection.js'
+export { AbstractCursor } from './cursor/abstract_cursor.js'
+export { FindCursor } from './cursor/find_cursor.js'
+export { AggregationCursor } from './cursor/aggregation_cursor.js'
+export type {
+  AggregateOptions,
+  CollationOptions,
+  CountDocumentsOptions,
+  DistinctOptions,
+  EstimatedDocumentCountOptions,
+  FindOptions,
+  Hint,
+  ReadConcernLike,
+  ReadOperationOptions,
+  ReadPreferenceLike,
+  Sort,
+  SortDirection,
+} from './options.js'
+export type { BSONDeserializeOptions, BSONOptions, BSONSerializeOptions } from './bson.js'
+export {
+  ErrorCode,
+  MongoAPIError,
+  MongoCursorExhaustedError,
+  MongoCursorInUseError,
+  MongoDriverError,
+  MongoError,
+  MongoInvalidArgumentError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoParseError,
+  MongoRuntimeError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoSystemError,
+  type MongoErrorOptions,
+} from './errors.js'
+// The BSON types results are made of, from the same `bson` package the official driver uses.
+export {
+  BSON,
+  BSONError,
+  BSONRegExp,
+  BSONSymbol,
+  Binary,
+  Code,
+  DBRef,
+  Decimal128,
+  Double,
+  Int32,
+  Long,
+  MaxKey,
+  MinKey,
+  ObjectId,
+  Timestamp,
+  UUID,
+  type Document,
+} from 'bson'

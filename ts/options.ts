@@ -1,0 +1,312 @@
+/**
+ * Operation options: the official driver's names and types, validated in one table per operation,
+ * then split into the command options sent to Rust (as BSON) and the BSON decode options.
+ * @module
+ */
+import type { Document } from 'bson'
+import {
+  describe,
+  isBSONOptionName,
+  resolveBSONOptions,
+  type BSONOptions,
+  type ResolvedBSONOptions,
+} from './bson.js'
+import { MongoInvalidArgumentError } from './errors.js'
+
+/** One sort direction, as the official driver accepts it. */
+export type SortDirection = 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending' | { $meta: string }
+
+/** A sort: `{ a: 1, b: -1 }`, `'a'`, `['a', 'b']`, `['a', -1]`, `[['a', 1], ['b', -1]]` or a Map. */
+export type Sort =
+  | string
+  | readonly string[]
+  | { [key: string]: SortDirection }
+  | ReadonlyMap<string, SortDirection>
+  | readonly [string, SortDirection][]
+  | readonly [string, SortDirection]
+
+/** An index name or key pattern. */
+export type Hint = string | Document
+
+/** A read preference mode, or an object with `mode` (the official driver's `ReadPreference` fits). */
+export type ReadPreferenceLike =
+  | 'primary'
+  | 'primaryPreferred'
+  | 'secondary'
+  | 'secondaryPreferred'
+  | 'nearest'
+  | { mode: string; tags?: Document[]; maxStalenessSeconds?: number; hedge?: Document }
+
+/** A read concern level, or `{ level }` (the official driver's `ReadConcern` fits). */
+export type ReadConcernLike = string | { level: string }
+
+/** Collation options, sent to the server as given. */
+export interface CollationOptions {
+  locale: string
+  caseLevel?: boolean
+  caseFirst?: string
+  strength?: number
+  numericOrdering?: boolean
+  alternate?: string
+  maxVariable?: string
+  backwards?: boolean
+  normalization?: boolean
+}
+
+/** Options every read operation accepts. */
+export interface ReadOperationOptions extends BSONOptions {
+  /** Server-side time limit in milliseconds. */
+  maxTimeMS?: number
+  /** Any value, attached to the operation in the server's logs and profiler. */
+  comment?: unknown
+  readPreference?: ReadPreferenceLike
+  readConcern?: ReadConcernLike
+}
+
+/** Options of `find` and `findOne`: every FindOptions field of the official driver. */
+export interface FindOptions extends ReadOperationOptions {
+  projection?: Document
+  sort?: Sort
+  /** Maximum number of documents; a negative value returns at most one batch. */
+  limit?: number
+  skip?: number
+  batchSize?: number
+  hint?: Hint
+  collation?: CollationOptions
+  let?: Document
+  allowDiskUse?: boolean
+  min?: Document
+  max?: Document
+  returnKey?: boolean
+  showRecordId?: boolean
+  noCursorTimeout?: boolean
+  /** Return only the first batch and close the cursor. */
+  singleBatch?: boolean
+  allowPartialResults?: boolean
+}
+
+/** Options of `aggregate`. */
+export interface AggregateOptions extends ReadOperationOptions {
+  allowDiskUse?: boolean
+  batchSize?: number
+  collation?: CollationOptions
+  hint?: Hint
+  let?: Document
+  maxAwaitTimeMS?: number
+}
+
+/** Options of `countDocuments`. */
+export interface CountDocumentsOptions extends ReadOperationOptions {
+  skip?: number
+  limit?: number
+  hint?: Hint
+  collation?: CollationOptions
+}
+
+/** Options of `estimatedDocumentCount`. */
+export type EstimatedDocumentCountOptions = ReadOperationOptions
+
+/** Options of `distinct`. */
+export interface DistinctOptions extends ReadOperationOptions {
+  hint?: Hint
+  collation?: CollationOptions
+}
+
+type OptionKind = 'integer' | 'boolean' | 'document' | 'sort' | 'hint' | 'any' | 'readPreference' | 'readConcern'
+
+interface OperationSpec {
+  name: string
+  options: Readonly<Record<string, OptionKind>>
+  /** Official driver options rumongo does not implement: rejected, never silently ignored. */
+  unsupported: readonly string[]
+}
+
+const READ_OPTIONS = {
+  maxTimeMS: 'integer',
+  comment: 'any',
+  readPreference: 'readPreference',
+  readConcern: 'readConcern',
+} as const satisfies Record<string, OptionKind>
+
+const NOT_ON_READ_PATH = ['session', 'timeoutMS', 'timeoutMode', 'signal', 'explain', 'fieldsAsRaw', 'checkKeys']
+
+export const FIND: OperationSpec = {
+  name: 'find',
+  options: {
+    ...READ_OPTIONS,
+    projection: 'document',
+    sort: 'sort',
+    limit: 'integer',
+    skip: 'integer',
+    batchSize: 'integer',
+    hint: 'hint',
+    collation: 'document',
+    let: 'document',
+    allowDiskUse: 'boolean',
+    min: 'document',
+    max: 'document',
+    returnKey: 'boolean',
+    showRecordId: 'boolean',
+    noCursorTimeout: 'boolean',
+    singleBatch: 'boolean',
+    allowPartialResults: 'boolean',
+  },
+  unsupported: [...NOT_ON_READ_PATH, 'tailable', 'awaitData', 'maxAwaitTimeMS', 'oplogReplay'],
+}
+
+export const AGGREGATE: OperationSpec = {
+  name: 'aggregate',
+  options: {
+    ...READ_OPTIONS,
+    allowDiskUse: 'boolean',
+    batchSize: 'integer',
+    collation: 'document',
+    hint: 'hint',
+    let: 'document',
+    maxAwaitTimeMS: 'integer',
+  },
+  unsupported: [...NOT_ON_READ_PATH, 'bypassDocumentValidation', 'writeConcern', 'out'],
+}
+
+export const COUNT_DOCUMENTS: OperationSpec = {
+  name: 'countDocuments',
+  options: { ...READ_OPTIONS, skip: 'integer', limit: 'integer', hint: 'hint', collation: 'document' },
+  unsupported: NOT_ON_READ_PATH,
+}
+
+export const ESTIMATED_DOCUMENT_COUNT: OperationSpec = {
+  name: 'estimatedDocumentCount',
+  options: READ_OPTIONS,
+  unsupported: NOT_ON_READ_PATH,
+}
+
+export const DISTINCT: OperationSpec = {
+  name: 'distinct',
+  options: { ...READ_OPTIONS, hint: 'hint', collation: 'document' },
+  unsupported: NOT_ON_READ_PATH,
+}
+
+/** What an operation sends to Rust and how it decodes the reply. */
+export interface ResolvedOperationOptions {
+  /** Command options, named as the server and the official driver name them. */
+  command: Document
+  bson: ResolvedBSONOptions
+}
+
+/** Validates `options` for `spec` and splits them; unknown keys are ignored, as the official driver does. */
+export function resolveOperationOptions(
+  spec: OperationSpec,
+  options: unknown,
+  parent: ResolvedBSONOptions,
+): ResolvedOperationOptions {
+  if (options === undefined || options === null) return { command: {}, bson: parent }
+  if (!isPlainObject(options)) {
+    throw new MongoInvalidArgumentError(`${spec.name} options must be an object, got ${describe(options)}`)
+  }
+  const command: Document = {}
+  for (const [key, value] of Object.entries(options)) {
+    if (value === undefined || isBSONOptionName(key)) continue
+    if (spec.unsupported.includes(key)) {
+      throw new MongoInvalidArgumentError(`rumongo does not support the ${spec.name} option "${key}"`)
+    }
+    const kind = spec.options[key]
+    if (kind !== undefined) command[key] = normalizeOption(spec.name, key, kind, value)
+  }
+  return { command, bson: resolveBSONOptions(options, parent) }
+}
+
+/** Validates and normalizes one option value, as a cursor builder method sets it. */
+export function normalizeOperationOption(spec: OperationSpec, key: string, value: unknown): unknown {
+  const kind = spec.options[key]
+  if (kind === undefined) throw new Error(`no option ${key} in ${spec.name}`)
+  return value === undefined ? undefined : normalizeOption(spec.name, key, kind, value)
+}
+
+function normalizeOption(operation: string, key: string, kind: OptionKind, value: unknown): unknown {
+  const fail = (expected: string): never => {
+    throw new MongoInvalidArgumentError(
+      `${operation} option "${key}" must be ${expected}, got ${describe(value)}`,
+    )
+  }
+  switch (kind) {
+    case 'any':
+      return value
+    case 'integer':
+      return Number.isSafeInteger(value) ? value : fail('an integer')
+    case 'boolean':
+      return typeof value === 'boolean' ? value : fail('a boolean')
+    case 'document':
+      return isPlainObject(value) ? value : fail('an object')
+    case 'hint':
+      return typeof value === 'string' || isPlainObject(value) ? value : fail('an index name or key object')
+    case 'sort':
+      return formatSort(value)
+    case 'readPreference':
+      return normalizeReadPreference(value) ?? fail('a read preference mode or { mode }')
+    case 'readConcern':
+      return normalizeReadConcern(value) ?? fail('a read concern level or { level }')
+  }
+}
+
+/** True for `{...}` objects (any prototype but arrays, Maps and BSON values). */
+export function isPlainObject(value: unknown): value is Document {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    !(value instanceof Map) &&
+    !('_bsontype' in value)
+  )
+}
+
+function sortDirection(value: unknown): 1 | -1 | { $meta: string } {
+  if (value === 1 || value === 'asc' || value === 'ascending') return 1
+  if (value === -1 || value === 'desc' || value === 'descending') return -1
+  if (isPlainObject(value) && typeof value.$meta === 'string') return { $meta: value.$meta }
+  throw new MongoInvalidArgumentError(`Invalid sort direction: ${JSON.stringify(value)}`)
+}
+
+/** The official driver's sort forms (its `formatSort`), as one ordered key document. */
+export function formatSort(sort: unknown): Document | undefined {
+  if (sort === undefined || sort === null) return undefined
+  let entries: Iterable<readonly [unknown, unknown]>
+  if (typeof sort === 'string') entries = [[sort, 1]]
+  else if (typeof sort !== 'object') throw new MongoInvalidArgumentError(`Invalid sort: ${describe(sort)}`)
+  else if (sort instanceof Map) entries = sort
+  else if (!Array.isArray(sort)) entries = Object.entries(sort)
+  else if (Array.isArray(sort[0])) entries = sort
+  else if (sort.length === 2 && isSortDirection(sort[1])) entries = [sort as [unknown, unknown]]
+  else entries = sort.map((key) => [key, 1] as const)
+  const formatted: Document = {}
+  for (const [key, direction] of entries) formatted[String(key)] = sortDirection(direction)
+  return Object.keys(formatted).length > 0 ? formatted : undefined
+}
+
+function isSortDirection(value: unknown): boolean {
+  try {
+    sortDirection(value)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const READ_PREFERENCE_MODES = ['primary', 'primaryPreferred', 'secondary', 'secondaryPreferred', 'nearest']
+
+function normalizeReadPreference(value: unknown): Document | undefined {
+  if (typeof value === 'string') return READ_PREFERENCE_MODES.includes(value) ? { mode: value } : undefined
+  if (!isPlainObject(value) || !READ_PREFERENCE_MODES.includes(value.mode)) return undefined
+  const normalized: Document = { mode: value.mode }
+  if (Array.isArray(value.tags) && value.tags.length > 0) normalized.tagSets = value.tags
+  if (typeof value.maxStalenessSeconds === 'number' && value.maxStalenessSeconds >= 0) {
+    normalized.maxStalenessSeconds = value.maxStalenessSeconds
+  }
+  if (isPlainObject(value.hedge)) normalized.hedge = value.hedge
+  return normalized
+}
+
+function normalizeReadConcern(value: unknown): Document | undefined {
+  if (typeof value === 'string') return { level: value }
+  if (isPlainObject(value) && typeof value.level === 'string') return { level: value.level }
+  return undefined
+}
