@@ -42,6 +42,7 @@ func run(host string, port int, dir string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	go stopWhenOrphaned(stop)
 
 	addr := net.JoinHostPort(host, fmt.Sprint(port))
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -79,4 +80,14 @@ func waitAccepting(ctx context.Context, addr string, limit time.Duration) error 
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// stopWhenOrphaned stops the server when the process that started it dies without stopping it
+// (a crashed test runner), so no server is left behind.
+func stopWhenOrphaned(stop context.CancelFunc) {
+	parent := os.Getppid()
+	for os.Getppid() == parent {
+		time.Sleep(time.Second)
+	}
+	stop()
 }

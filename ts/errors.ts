@@ -5,15 +5,16 @@
  */
 import { BSONError } from 'bson'
 
-/** Stable `code` values for errors raised by rumongo itself (server errors carry the server's code). */
+/**
+ * Stable `code` values of the errors rumongo raises for API misuse. Server errors carry the server's
+ * numeric code; network and server-selection errors have none, as in the official driver.
+ */
 export const ErrorCode = {
   InvalidArgument: 'ERR_INVALID_ARGUMENT',
   CursorInUse: 'ERR_CURSOR_IN_USE',
   CursorExhausted: 'ERR_CURSOR_EXHAUSTED',
   NotConnected: 'ERR_NOT_CONNECTED',
   Parse: 'ERR_PARSE',
-  ServerSelection: 'ERR_SERVER_SELECTION',
-  Network: 'ERR_NETWORK',
   Runtime: 'ERR_RUNTIME',
 } as const
 
@@ -145,7 +146,6 @@ export class MongoServerError extends MongoError {
 
 /** A network failure talking to a server. */
 export class MongoNetworkError extends MongoError {
-  override code = ErrorCode.Network
   override get name(): string {
     return 'MongoNetworkError'
   }
@@ -160,7 +160,6 @@ export class MongoSystemError extends MongoError {
 
 /** No suitable server was found within `serverSelectionTimeoutMS`. */
 export class MongoServerSelectionError extends MongoSystemError {
-  override code = ErrorCode.ServerSelection
   override get name(): string {
     return 'MongoServerSelectionError'
   }

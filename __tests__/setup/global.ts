@@ -1,0 +1,20 @@
+// Starts the embedded dev server for the test run unless MONGODB_URI points at a server already.
+import type { TestProject } from 'vitest/node'
+// @ts-expect-error: a plain ESM script without types
+import { startDevdb } from '../../scripts/devdb.mjs'
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    mongodbUri: string
+  }
+}
+
+export default async function setup(project: TestProject) {
+  if (process.env.MONGODB_URI) {
+    project.provide('mongodbUri', process.env.MONGODB_URI)
+    return
+  }
+  const server = await startDevdb()
+  project.provide('mongodbUri', server.uri)
+  return () => server.stop()
+}

@@ -1,0 +1,15 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    include: ['__tests__/**/*.test.ts'],
+    globalSetup: ['__tests__/setup/global.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // The embedded server is one SQLite process: test files share it one at a time.
+    fileParallelism: false,
+    // Load the built package as Node loads it for users (no transform), so its CommonJS build and
+    // the official driver share one copy of `bson`.
+    server: { deps: { external: [/\/dist\//] } },
+  },
+})
