@@ -55,7 +55,7 @@ impl NativeClient {
     /// driver's `MongoClient.connect`.
     #[napi]
     pub async fn connect(uri: String) -> napi::Result<NativeClient> {
-        let client = mongodb::Client::with_uri_str(&uri).await.map_err(Error::from)?;
+        let client = mongodb::Client::with_uri_str(&uri).await.map_err(Error::from_uri_error)?;
         let database = client.default_database().unwrap_or_else(|| client.database("admin"));
         if let Err(error) = database.run_command(doc! { "ping": 1 }).await {
             client.shutdown().immediate(true).await;

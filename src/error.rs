@@ -15,6 +15,9 @@ pub enum Error {
     /// The caller passed something the driver cannot use.
     #[error("{0}")]
     InvalidArgument(String),
+    /// The connection string (or an option merged into it) is invalid.
+    #[error("{0}")]
+    Parse(String),
     /// An operation on a client or cursor that was already closed.
     #[error("{0} is closed")]
     Closed(&'static str),
@@ -31,9 +34,19 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// Classifies a failure to parse a connection string: the crate reports it as an invalid
+    /// argument, the official driver as a `MongoParseError`.
+    pub fn from_uri_error(error: mongodb::error::Error) -> Self {
+        match error.kind.as_ref() {
+            ErrorKind::InvalidArgument { message, .. } => Error::Parse(message.clone()),
+            _ => Error::Driver(error),
+        }
+    }
+
     fn payload(&self) -> serde_json::Value {
         match self {
             Error::InvalidArgument(message) => json!({ "kind": "invalidArgument", "message": message }),
+            Error::Parse(message) => json!({ "kind": "parse", "message": message }),
             Error::Closed(what) => json!({ "kind": "closed", "message": self.to_string(), "what": what }),
             Error::Bson(_) => json!({ "kind": "bson", "message": self.to_string() }),
             Error::InvalidResponse(_) => json!({ "kind": "driver", "message": self.to_string() }),

@@ -46,7 +46,6 @@ export class Collection<TSchema extends Document = Document> {
   readonly #parent: CollectionParent
   readonly #name: string
   readonly #bsonOptions: ResolvedBSONOptions
-  #native: Promise<NativeCollection> | null = null
 
   /** @internal Created by `Db.collection`. */
   constructor(parent: CollectionParent, name: string, options?: CollectionOptions) {
@@ -76,12 +75,9 @@ export class Collection<TSchema extends Document = Document> {
     return { ...this.#bsonOptions }
   }
 
+  /** Not cached: after `close()` and `connect()` the client has a new native connection. */
   #nativeCollection(): Promise<NativeCollection> {
-    this.#native ??= this.#parent.nativeCollection(this.#name).catch((error: unknown) => {
-      this.#native = null
-      throw error
-    })
-    return this.#native
+    return this.#parent.nativeCollection(this.#name)
   }
 
   #cursorSource(): CursorSource {

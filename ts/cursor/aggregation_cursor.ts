@@ -25,8 +25,8 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
     }
     this.#pipeline = []
     pipeline.forEach((stage) => this.#append(stage))
+    resolveOperationOptions(AGGREGATE, options, source.bsonOptions)
     this.#options = { ...options }
-    resolveOperationOptions(AGGREGATE, this.#options, source.bsonOptions)
   }
 
   protected override async openNative(collection: NativeCollection) {

@@ -26,10 +26,10 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
   /** @internal Created by `Collection.find`. */
   constructor(source: CursorSource, filter: Document, options: FindOptions) {
     super(source)
+    // Fail at the call site, not at the first read, on a bad option.
+    resolveOperationOptions(FIND, options, source.bsonOptions)
     this.#filter = filter
     this.#options = { ...options }
-    // Fail at the call site, not at the first read, on a bad option.
-    resolveOperationOptions(FIND, this.#options, source.bsonOptions)
   }
 
   protected override async openNative(collection: NativeCollection) {

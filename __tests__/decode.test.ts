@@ -1,0 +1,154 @@
+// Values the embedded server cannot store (Decimal128, MinKey/MaxKey, Code, NaN/Infinity, nested
+// arrays, ...) still decode exactly like the official driver: the batch goes through the same native
+// encoder a server reply goes through, then through the decoder every read path uses.
+import { createRequire } from 'node:module'
+import { describe, expect, it } from 'vitest'
+import {
+  Binary,
+  BSON,
+  BSONRegExp,
+  BSONSymbol,
+  Code,
+  DBRef,
+  Decimal128,
+  Double,
+  Int32,
+  Long,
+  MaxKey,
+  MinKey,
+  ObjectId,
+  Timestamp,
+  UUID,
+  type Document,
+} from 'mongodb'
+import { expectIdentical } from './setup/helpers.js'
+
+// Internal modules of the built package: the decoder seam, below the public API.
+const require = createRequire(import.meta.url)
+const { encodeTestBatch } = require('../dist/native.cjs')
+const { createDecoder } = require('../dist/decode.js')
+const { DEFAULT_BSON_OPTIONS } = require('../dist/bson.js')
+
+function deepNested(depth: number): Document {
+  let value: Document = { leaf: true }
+  for (let level = 0; level < depth; level++) value = { level, child: value, list: [level, [level]] }
+  return value
+}
+
+/** Documents with every BSON type, including those FerretDB does not store. */
+function everyTypeDocuments(): Document[] {
+  const withProto = JSON.parse('{"__proto__": {"polluted": true}, "ok": 1}')
+  return [
+    {
+      _id: new ObjectId('65a1b2c3d4e5f60718293a4b'),
+      double: new Double(1.5),
+      wholeDouble: new Double(2),
+      negativeZero: new Double(-0),
+      nan: new Double(NaN),
+      infinity: new Double(Infinity),
+      negativeInfinity: new Double(-Infinity),
+      string: 'plain',
+      utf8: 'ünïcødé 日本 🎉',
+      empty: '',
+      int32: new Int32(-2147483648),
+      int32Max: new Int32(2147483647),
+      long: Long.fromNumber(42),
+      longMax: Long.MAX_VALUE,
+      longMin: Long.MIN_VALUE,
+      longEdge: Long.fromString('9007199254740992'),
+      longBeyond: Long.fromString('9007199254740993'),
+      decimal: Decimal128.fromString('1234.5678901234567890123456789012'),
+      decimalNaN: Decimal128.fromString('NaN'),
+      date: new Date(Date.UTC(1969, 11, 31, 23, 59, 59, 999)),
+      farDate: new Date(8.64e15),
+      flagTrue: true,
+      flagFalse: false,
+      nothing: null,
+      regex: new BSONRegExp('^a.*z$', 'imsx'),
+      binary: new Binary(Buffer.from('generic bytes')),
+      emptyBinary: new Binary(Buffer.alloc(0)),
+      uuid: new UUID('01234567-89ab-4cde-8f01-23456789abcd'),
+      md5: new Binary(Buffer.alloc(16, 7), Binary.SUBTYPE_MD5),
+      userDefined: new Binary(Buffer.from([1, 2, 3]), Binary.SUBTYPE_USER_DEFINED),
+      code: new Code('function () { return 1 }'),
+      codeWithScope: new Code('function () { return x }', { x: 1 }),
+      symbol: new BSONSymbol('sym'),
+      timestamp: new Timestamp({ t: 4294967295, i: 4294967295 }),
+      minKey: new MinKey(),
+      maxKey: new MaxKey(),
+      dbref: new DBRef('other', new ObjectId('65a1b2c3d4e5f60718293a4c'), 'db', { extra: 1 }),
+      nestedArrays: [[1, [2, [3, []]]], [], [[]]],
+      arrayOfDocs: [{ a: 1 }, { b: [{ c: new Decimal128('0.1') }] }],
+      proto: withProto,
+      deep: deepNested(60),
+    },
+    {},
+    { onlyId: new ObjectId('65a1b2c3d4e5f60718293a4d') },
+  ]
+}
+
+function encodeAsServerBatch(documents: Document[]) {
+  return encodeTestBatch(Buffer.from(BSON.serialize({ batch: documents })))
+}
+
+/** What the official driver does with a document's bytes under the same options. */
+function officialDecode(documents: Document[], options: Document): Document[] {
+  return documents.map((document) =>
+    BSON.deserialize(BSON.serialize(document), {
+      promoteValues: options.promoteValues,
+      promoteLongs: options.promoteLongs,
+      promoteBuffers: options.promoteBuffers,
+      useBigInt64: options.useBigInt64,
+      bsonRegExp: options.bsonRegExp,
+      validation: { utf8: options.enableUtf8Validation },
+    }),
+  )
+}
+
+describe('batch decoding', () => {
+  it.each([
+    ['defaults', {}],
+    ['promoteValues: false', { promoteValues: false }],
+    ['promoteLongs: false', { promoteLongs: false }],
+    ['promoteBuffers: true', { promoteBuffers: true }],
+    ['useBigInt64: true', { useBigInt64: true }],
+    ['bsonRegExp: true', { bsonRegExp: true }],
+    ['enableUtf8Validation: false', { enableUtf8Validation: false }],
+  ])('decodes every BSON type like the official driver (%s)', (_, overrides) => {
+    const options = { ...DEFAULT_BSON_OPTIONS, ...overrides }
+    const documents = everyTypeDocuments()
+    const decoded = createDecoder(options).decodeBatch(encodeAsServerBatch(documents))
+    expectIdentical(decoded, officialDecode(documents, options))
+    expect(Object.getPrototypeOf(decoded[0].proto)).toBe(Object.prototype)
+    expect(({} as Document).polluted).toBeUndefined()
+  })
+
+  it('returns raw BSON per document with raw: true', () => {
+    const documents = everyTypeDocuments()
+    const decoded = createDecoder({ ...DEFAULT_BSON_OPTIONS, raw: true }).decodeBatch(encodeAsServerBatch(documents))
+    expect(decoded.map((bytes: Buffer) => Buffer.from(bytes).toString('hex'))).toEqual(
+      documents.map((document) => Buffer.from(BSON.serialize(document)).toString('hex')),
+    )
+  })
+
+  it('decodes an empty batch and a large batch', () => {
+    const decoder = createDecoder(DEFAULT_BSON_OPTIONS)
+    expect(decoder.decodeBatch(encodeAsServerBatch([]))).toEqual([])
+    const many = Array.from({ length: 5000 }, (_, n) => ({ n, text: `row ${n}`.repeat(n % 7) }))
+    expectIdentical(decoder.decodeBatch(encodeAsServerBatch(many)), officialDecode(many, DEFAULT_BSON_OPTIONS))
+  })
+
+  it('rejects invalid UTF-8 by default and decodes it when validation is off', () => {
+    const bytes = Buffer.from(BSON.serialize({ batch: [{ s: 'abc' }] }))
+    bytes[bytes.indexOf('abc')] = 0xff
+    const batch = encodeTestBatch(bytes)
+    expect(() => createDecoder(DEFAULT_BSON_OPTIONS).decodeBatch(batch)).toThrow(/UTF-8/i)
+    const [document] = createDecoder({ ...DEFAULT_BSON_OPTIONS, enableUtf8Validation: false }).decodeBatch(batch)
+    expect(document.s).toBe('\ufffdbc')
+  })
+
+  it('reports a batch with a non-document element as an error, not a crash', () => {
+    expect(() => encodeTestBatch(Buffer.from(BSON.serialize({ batch: [1, 2] })))).toThrow(/not a document/)
+    expect(() => encodeTestBatch(Buffer.from([1, 2, 3]))).toThrow()
+  })
+})
