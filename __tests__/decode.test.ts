@@ -125,7 +125,9 @@ describe('batch decoding', () => {
 
   it('returns raw BSON per document with raw: true', () => {
     const documents = everyTypeDocuments()
-    const decoded = createDecoder({ ...DEFAULT_BSON_OPTIONS, raw: true }).decodeBatch(encodeAsServerBatch(documents))
+    const decoded = createDecoder({ ...DEFAULT_BSON_OPTIONS, raw: true }).decodeBatch(
+      encodeAsServerBatch(documents),
+    )
     expect(decoded.map((bytes: Buffer) => Buffer.from(bytes).toString('hex'))).toEqual(
       documents.map((document) => Buffer.from(BSON.serialize(document)).toString('hex')),
     )
@@ -135,7 +137,10 @@ describe('batch decoding', () => {
     const decoder = createDecoder(DEFAULT_BSON_OPTIONS)
     expect(decoder.decodeBatch(encodeAsServerBatch([]))).toEqual([])
     const many = Array.from({ length: 5000 }, (_, n) => ({ n, text: `row ${n}`.repeat(n % 7) }))
-    expectIdentical(decoder.decodeBatch(encodeAsServerBatch(many)), officialDecode(many, DEFAULT_BSON_OPTIONS))
+    expectIdentical(
+      decoder.decodeBatch(encodeAsServerBatch(many)),
+      officialDecode(many, DEFAULT_BSON_OPTIONS),
+    )
   })
 
   it('rejects invalid UTF-8 by default and decodes it when validation is off', () => {
@@ -143,7 +148,9 @@ describe('batch decoding', () => {
     bytes[bytes.indexOf('abc')] = 0xff
     const batch = encodeTestBatch(bytes)
     expect(() => createDecoder(DEFAULT_BSON_OPTIONS).decodeBatch(batch)).toThrow(/UTF-8/i)
-    const [document] = createDecoder({ ...DEFAULT_BSON_OPTIONS, enableUtf8Validation: false }).decodeBatch(batch)
+    const [document] = createDecoder({ ...DEFAULT_BSON_OPTIONS, enableUtf8Validation: false }).decodeBatch(
+      batch,
+    )
     expect(document.s).toBe('\ufffdbc')
   })
 

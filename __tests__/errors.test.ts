@@ -24,7 +24,10 @@ const dbName = uniqueDbName('errors')
 
 beforeAll(async () => {
   const official = await OfficialClient.connect(uri)
-  await official.db(dbName).collection('items').insertMany([{ a: 1 }, { a: 2 }, { a: 3 }])
+  await official
+    .db(dbName)
+    .collection('items')
+    .insertMany([{ a: 1 }, { a: 2 }, { a: 3 }])
   await official.close()
   client = await MongoClient.connect(uri)
   collection = client.db(dbName).collection('items')
@@ -60,19 +63,47 @@ describe('invalid arguments', () => {
     ['non-object options', () => collection.find({}, 5 as never), /find options must be an object/],
     ['a string limit', () => collection.find({}, { limit: 'x' as never }), /"limit" must be an integer/],
     ['a fractional skip', () => collection.find({}).skip(1.5), /"skip" must be an integer/],
-    ['a bad sort direction', () => collection.find({}, { sort: { a: 'up' as never } }), /Invalid sort direction: "up"/],
+    [
+      'a bad sort direction',
+      () => collection.find({}, { sort: { a: 'up' as never } }),
+      /Invalid sort direction: "up"/,
+    ],
     ['a bad hint', () => collection.find({}, { hint: 5 as never }), /"hint" must be an index name/],
-    ['a bad read preference', () => collection.find({}, { readPreference: 'fastest' as never }), /readPreference/],
-    ['a session', () => collection.find({}, { session: {} } as never), /does not support the find option "session"/],
-    ['a non-boolean BSON option', () => collection.find({}, { promoteLongs: 'yes' as never }), /"promoteLongs" must be a boolean/],
-    ['a $out stage', () => collection.aggregate([{ $match: {} }, { $out: 'copy' }]), /read pipelines only.*\$out/],
+    [
+      'a bad read preference',
+      () => collection.find({}, { readPreference: 'fastest' as never }),
+      /readPreference/,
+    ],
+    [
+      'a session',
+      () => collection.find({}, { session: {} } as never),
+      /does not support the find option "session"/,
+    ],
+    [
+      'a non-boolean BSON option',
+      () => collection.find({}, { promoteLongs: 'yes' as never }),
+      /"promoteLongs" must be a boolean/,
+    ],
+    [
+      'a $out stage',
+      () => collection.aggregate([{ $match: {} }, { $out: 'copy' }]),
+      /read pipelines only.*\$out/,
+    ],
     ['a $merge stage', () => collection.aggregate([{ $merge: { into: 'copy' } }]), /\$merge/],
-    ['a non-array pipeline', () => collection.aggregate({ $match: {} } as never), /pipeline must be an array/],
+    [
+      'a non-array pipeline',
+      () => collection.aggregate({ $match: {} } as never),
+      /pipeline must be an array/,
+    ],
     ['a non-object stage', () => collection.aggregate(['$match'] as never), /stage must be an object/],
     ['a non-string distinct key', () => collection.distinct(5 as never), /distinct key must be a string/],
     ['an empty collection name', () => client.db(dbName).collection(''), /collection name/],
     ['an invalid database name', () => client.db('a.b'), /invalid database name/],
-    ['an unsupported client option', () => new MongoClient(uri, { monitorCommands: true } as never), /client option "monitorCommands"/],
+    [
+      'an unsupported client option',
+      () => new MongoClient(uri, { monitorCommands: true } as never),
+      /client option "monitorCommands"/,
+    ],
   ]
   it.each(cases)('rejects %s with MongoInvalidArgumentError', async (_, run, message) => {
     const error = await expectFailure(run, MongoInvalidArgumentError, message)
@@ -80,7 +111,11 @@ describe('invalid arguments', () => {
   })
 
   it('rejects a negative batchSize and skip in the native layer with the same error type', async () => {
-    await expectFailure(() => collection.find({}, { batchSize: -1 }).toArray(), MongoInvalidArgumentError, /batchSize/)
+    await expectFailure(
+      () => collection.find({}, { batchSize: -1 }).toArray(),
+      MongoInvalidArgumentError,
+      /batchSize/,
+    )
     await expectFailure(() => collection.countDocuments({}, { skip: -1 }), MongoInvalidArgumentError, /skip/)
   })
 
@@ -94,11 +129,20 @@ describe('invalid arguments', () => {
 
 describe('server and connection errors', () => {
   it('propagates server errors with code and codeName', async () => {
-    const error = (await expectFailure(() => collection.find({ $foo: 1 }).toArray(), MongoServerError, /unknown top level operator/)) as MongoServerError
+    const error = (await expectFailure(
+      () => collection.find({ $foo: 1 }).toArray(),
+      MongoServerError,
+      /unknown top level operator/,
+    )) as MongoServerError
     expect(error.code).toBe(2)
     expect(error.codeName).toBe('BadValue')
     const official = await OfficialClient.connect(uri)
-    const reference = await official.db(dbName).collection('items').find({ $foo: 1 }).toArray().catch((e: Error) => e)
+    const reference = await official
+      .db(dbName)
+      .collection('items')
+      .find({ $foo: 1 })
+      .toArray()
+      .catch((e: Error) => e)
     await official.close()
     expect(error.message).toBe((reference as Error).message)
   })
@@ -133,13 +177,19 @@ describe('server and connection errors', () => {
     await expectFailure(() => new MongoClient('http://localhost:27017'), MongoParseError, /Invalid scheme/)
     await expectFailure(() => new MongoClient(42 as never), MongoParseError, /must be a string/)
     await expectFailure(() => MongoClient.connect('mongodb://127.0.0.1:99999999/'), MongoParseError, /.+/)
-    await expectFailure(() => MongoClient.connect('mongodb://127.0.0.1/?serverSelectionTimeoutMS=soon'), MongoParseError, /.+/)
+    await expectFailure(
+      () => MongoClient.connect('mongodb://127.0.0.1/?serverSelectionTimeoutMS=soon'),
+      MongoParseError,
+      /.+/,
+    )
   })
 
   it('never shows credentials in errors or inspect output', async () => {
     const port = await freePort()
     const secret = 'Sup3rS3cretPassw0rd'
-    const withCredentials = new MongoClient(`mongodb://alice:${secret}@127.0.0.1:${port}/?serverSelectionTimeoutMS=300`)
+    const withCredentials = new MongoClient(
+      `mongodb://alice:${secret}@127.0.0.1:${port}/?serverSelectionTimeoutMS=300`,
+    )
     expect(inspect(withCredentials, { depth: 10, showHidden: true })).not.toContain(secret)
     const error = await expectFailure(() => withCredentials.connect(), MongoServerSelectionError, /.+/)
     expect(inspect(error, { depth: 10 })).not.toContain(secret)

@@ -1,8 +1,22 @@
 // Parity with the official driver on identical data: same values, same types, same order.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Decimal128, Long, MongoClient as OfficialClient, ObjectId, type Collection as OfficialCollection, type Document } from 'mongodb'
+import {
+  Decimal128,
+  Long,
+  MongoClient as OfficialClient,
+  ObjectId,
+  type Collection as OfficialCollection,
+  type Document,
+} from 'mongodb'
 import { MongoClient, type Collection } from 'rumongo'
-import { connectBoth, expectIdentical, firstDifference, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
+import {
+  connectBoth,
+  expectIdentical,
+  firstDifference,
+  uniqueDbName,
+  uri,
+  type Drivers,
+} from './setup/helpers.js'
 import { objectIdFor, orderDocuments, typedDocuments } from './setup/data.js'
 
 const ORDER_COUNT = 10_500
@@ -102,7 +116,13 @@ describe('find parity', () => {
     ['compound', { region: 1, index: -1 }],
     ['on a date', { date: -1 }],
     ['string form', 'index'],
-    ['pair form', [['region', 'desc'], ['index', 'asc']]],
+    [
+      'pair form',
+      [
+        ['region', 'desc'],
+        ['index', 'asc'],
+      ],
+    ],
   ])('sorts (%s)', async (_, sort) => {
     await expectSameFind('typed', {}, { sort })
   })
@@ -193,8 +213,14 @@ describe('BSON options', () => {
 describe('cursor forms', () => {
   it('is thenable, chainable and iterable like the official cursor', async () => {
     const expected = await official('orders').find({ status: 'paid' }).sort({ n: -1 }).limit(50).toArray()
-    expectIdentical(await rumongo('orders').find({ status: 'paid' }, { sort: { n: -1 }, limit: 50 }), expected)
-    expectIdentical(await rumongo('orders').find({ status: 'paid' }).sort({ n: -1 }).limit(50).toArray(), expected)
+    expectIdentical(
+      await rumongo('orders').find({ status: 'paid' }, { sort: { n: -1 }, limit: 50 }),
+      expected,
+    )
+    expectIdentical(
+      await rumongo('orders').find({ status: 'paid' }).sort({ n: -1 }).limit(50).toArray(),
+      expected,
+    )
     const iterated: Document[] = []
     for await (const doc of rumongo('orders').find({ status: 'paid' }).sort('n', -1).limit(50).batchSize(9)) {
       iterated.push(doc)
@@ -203,11 +229,17 @@ describe('cursor forms', () => {
   })
 
   it('supports skip, project and map like the official cursor', async () => {
-    const build = <C extends { sort(s: Document): C; skip(n: number): C; limit(n: number): C; project(p: Document): C }>(
+    const build = <
+      C extends { sort(s: Document): C; skip(n: number): C; limit(n: number): C; project(p: Document): C },
+    >(
       cursor: C,
     ) => cursor.sort({ n: 1 }).skip(20).limit(30).project({ total: 1, region: 1 })
-    const expected = await build(official('orders').find({})).map((doc) => ({ ...doc, twice: doc.total * 2 })).toArray()
-    const actual = await build(rumongo('orders').find({})).map((doc) => ({ ...doc, twice: doc.total * 2 })).toArray()
+    const expected = await build(official('orders').find({}))
+      .map((doc) => ({ ...doc, twice: doc.total * 2 }))
+      .toArray()
+    const actual = await build(rumongo('orders').find({}))
+      .map((doc) => ({ ...doc, twice: doc.total * 2 }))
+      .toArray()
     expectIdentical(actual, expected)
   })
 
@@ -238,17 +270,27 @@ describe('cursor forms', () => {
 
   it('streams documents through a Node Readable', async () => {
     const streamed: Document[] = []
-    for await (const doc of rumongo('orders').find({ region: 'us' }, { sort: { n: 1 }, limit: 40 }).stream()) {
+    for await (const doc of rumongo('orders')
+      .find({ region: 'us' }, { sort: { n: 1 }, limit: 40 })
+      .stream()) {
       streamed.push(doc)
     }
-    expectIdentical(streamed, await official('orders').find({ region: 'us' }, { sort: { n: 1 }, limit: 40 }).toArray())
+    expectIdentical(
+      streamed,
+      await official('orders')
+        .find({ region: 'us' }, { sort: { n: 1 }, limit: 40 })
+        .toArray(),
+    )
   })
 })
 
 describe('findOne, counts, distinct, aggregate', () => {
   it('findOne matches, including no match and an ObjectId filter', async () => {
     for (const filter of [{ index: 7 }, { index: -1 }, objectIdFor(9), {}]) {
-      expectIdentical(await rumongo('typed').findOne(filter as Document), await official('typed').findOne(filter as Document))
+      expectIdentical(
+        await rumongo('typed').findOne(filter as Document),
+        await official('typed').findOne(filter as Document),
+      )
     }
     expectIdentical(
       await rumongo('typed').findOne({}, { projection: { name: 1 }, sort: { index: -1 } }),
@@ -257,14 +299,24 @@ describe('findOne, counts, distinct, aggregate', () => {
   })
 
   it('counts like the official driver', async () => {
-    expect(await rumongo('orders').countDocuments({ status: 'paid' })).toBe(await official('orders').countDocuments({ status: 'paid' }))
+    expect(await rumongo('orders').countDocuments({ status: 'paid' })).toBe(
+      await official('orders').countDocuments({ status: 'paid' }),
+    )
     expect(await rumongo('orders').countDocuments({}, { skip: 10, limit: 100 })).toBe(100)
-    expect(await rumongo('orders').estimatedDocumentCount()).toBe(await official('orders').estimatedDocumentCount())
+    expect(await rumongo('orders').estimatedDocumentCount()).toBe(
+      await official('orders').estimatedDocumentCount(),
+    )
     expect(await rumongo('does_not_exist').countDocuments()).toBe(0)
   })
 
   it('returns distinct values with their types', async () => {
-    for (const [key, filter] of [['region', {}], ['region', { flag: true }], ['int32', {}], ['bigLong', {}], ['date', { index: { $lt: 4 } }]] as const) {
+    for (const [key, filter] of [
+      ['region', {}],
+      ['region', { flag: true }],
+      ['int32', {}],
+      ['bigLong', {}],
+      ['date', { index: { $lt: 4 } }],
+    ] as const) {
       const expected = await official('typed').distinct(key, filter)
       const actual = await rumongo('typed').distinct(key, filter)
       expectIdentical(actual, expected)
@@ -273,8 +325,18 @@ describe('findOne, counts, distinct, aggregate', () => {
 
   it('runs read pipelines with the same results', async () => {
     const pipelines: Document[][] = [
-      [{ $match: { status: 'paid' } }, { $group: { _id: '$region', n: { $sum: 1 }, total: { $sum: '$total' } } }, { $sort: { _id: 1 } }],
-      [{ $match: { n: { $lt: 2000 } } }, { $sort: { n: -1 } }, { $skip: 3 }, { $limit: 1500 }, { $project: { n: 1, at: 1 } }],
+      [
+        { $match: { status: 'paid' } },
+        { $group: { _id: '$region', n: { $sum: 1 }, total: { $sum: '$total' } } },
+        { $sort: { _id: 1 } },
+      ],
+      [
+        { $match: { n: { $lt: 2000 } } },
+        { $sort: { n: -1 } },
+        { $skip: 3 },
+        { $limit: 1500 },
+        { $project: { n: 1, at: 1 } },
+      ],
       [{ $sort: { n: 1 } }],
     ]
     for (const pipeline of pipelines) {
@@ -283,7 +345,21 @@ describe('findOne, counts, distinct, aggregate', () => {
         await official('orders').aggregate(pipeline, { batchSize: 300 }).toArray(),
       )
     }
-    const chained = await rumongo('orders').aggregate().match({ region: 'eu' }).sort({ n: 1 }).limit(5).project({ n: 1 })
-    expectIdentical(chained, await official('orders').aggregate().match({ region: 'eu' }).sort({ n: 1 }).limit(5).project({ n: 1 }).toArray())
+    const chained = await rumongo('orders')
+      .aggregate()
+      .match({ region: 'eu' })
+      .sort({ n: 1 })
+      .limit(5)
+      .project({ n: 1 })
+    expectIdentical(
+      chained,
+      await official('orders')
+        .aggregate()
+        .match({ region: 'eu' })
+        .sort({ n: 1 })
+        .limit(5)
+        .project({ n: 1 })
+        .toArray(),
+    )
   })
 })

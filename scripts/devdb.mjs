@@ -19,8 +19,11 @@ const mtime = (path) => statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? 0
 /** Builds build/devdb with `go build` when it is missing or older than its sources. */
 export function ensureDevdbBinary() {
   const built = mtime(binary)
-  if (built > 0 && ['main.go', 'go.mod', 'go.sum'].every((file) => mtime(join(sourceDir, file)) < built)) return binary
-  console.error('devdb: building the embedded FerretDB server (go build; the first build downloads modules)...')
+  if (built > 0 && ['main.go', 'go.mod', 'go.sum'].every((file) => mtime(join(sourceDir, file)) < built))
+    return binary
+  console.error(
+    'devdb: building the embedded FerretDB server (go build; the first build downloads modules)...',
+  )
   execFileSync('go', ['build', '-o', binary, '.'], { cwd: sourceDir, stdio: 'inherit' })
   return binary
 }
@@ -46,7 +49,9 @@ export async function startDevdb({ port, dir, timeoutMs = 60_000 } = {}) {
   port ??= await freePort()
   const temporary = dir === undefined
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'rumongo-devdb-'))
-  const child = spawn(binary, ['--port', String(port), '--dir', dataDir], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(binary, ['--port', String(port), '--dir', dataDir], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   const exited = new Promise((resolve) => child.once('exit', resolve))
   const uri = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`devdb did not start within ${timeoutMs} ms`)), timeoutMs)
@@ -88,7 +93,10 @@ export async function startDevdb({ port, dir, timeoutMs = 60_000 } = {}) {
 
 async function main() {
   const { values } = parseArgs({
-    options: { port: { type: 'string', default: '27017' }, dir: { type: 'string', default: join(root, '.devdb-data') } },
+    options: {
+      port: { type: 'string', default: '27017' },
+      dir: { type: 'string', default: join(root, '.devdb-data') },
+    },
   })
   const server = await startDevdb({ port: Number(values.port), dir: values.dir })
   console.log(`devdb ready ${server.uri} (data in ${server.dataDir})`)

@@ -11,5 +11,9 @@ if (Number(process.versions.node.split('.')[0]) < 21) {
   env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --import ${compat}`.trim()
 }
 const vitest = join(root, 'node_modules', 'vitest', 'vitest.mjs')
-const result = spawnSync(process.execPath, [vitest, 'run', ...process.argv.slice(2)], { cwd: root, env, stdio: 'inherit' })
+const result = spawnSync(process.execPath, [vitest, 'run', ...process.argv.slice(2)], {
+  cwd: root,
+  env,
+  stdio: 'inherit',
+})
 process.exit(result.status ?? 1)

@@ -38,5 +38,8 @@ fn encode_documents(array: &RawArray) -> Result<DocumentBatch> {
         documents.extend_from_slice(document.as_bytes());
         count += 1;
     }
-    Ok(DocumentBatch { documents: documents.into(), count })
+    Ok(DocumentBatch {
+        documents: documents.into(),
+        count,
+    })
 }

@@ -55,14 +55,21 @@ impl NativeClient {
     /// driver's `MongoClient.connect`.
     #[napi]
     pub async fn connect(uri: String) -> napi::Result<NativeClient> {
-        let client = mongodb::Client::with_uri_str(&uri).await.map_err(Error::from_uri_error)?;
-        let database = client.default_database().unwrap_or_else(|| client.database("admin"));
+        let client = mongodb::Client::with_uri_str(&uri)
+            .await
+            .map_err(Error::from_uri_error)?;
+        let database = client
+            .default_database()
+            .unwrap_or_else(|| client.database("admin"));
         if let Err(error) = database.run_command(doc! { "ping": 1 }).await {
             client.shutdown().immediate(true).await;
             return Err(Error::from(error).into());
         }
         Ok(NativeClient {
-            state: Arc::new(ClientState { client: Mutex::new(Some(client)), cursors: Mutex::new(Vec::new()) }),
+            state: Arc::new(ClientState {
+                client: Mutex::new(Some(client)),
+                cursors: Mutex::new(Vec::new()),
+            }),
         })
     }
 
@@ -70,7 +77,10 @@ impl NativeClient {
     #[napi]
     pub fn collection(&self, db: String, name: String) -> napi::Result<NativeCollection> {
         let client = self.state.client()?;
-        Ok(NativeCollection::new(client.database(&db).collection(&name), self.state.clone()))
+        Ok(NativeCollection::new(
+            client.database(&db).collection(&name),
+            self.state.clone(),
+        ))
     }
 
     #[napi(getter)]
@@ -84,13 +94,19 @@ impl NativeClient {
         let Some(client) = lock(&self.state.client).take() else {
             return Ok(());
         };
-        let cursors: Vec<_> = lock(&self.state.cursors).drain(..).filter_map(|cursor| cursor.upgrade()).collect();
+        let cursors: Vec<_> = lock(&self.state.cursors)
+            .drain(..)
+            .filter_map(|cursor| cursor.upgrade())
+            .collect();
         for slot in cursors {
             // A cursor still busy after the grace period is dropped with the client instead.
             let _ = tokio::time::timeout(CLOSE_GRACE, slot.close_for_client()).await;
         }
         // A non-immediate shutdown waits for the killCursors of the cursors just closed.
-        if tokio::time::timeout(CLOSE_GRACE, client.clone().shutdown()).await.is_err() {
+        if tokio::time::timeout(CLOSE_GRACE, client.clone().shutdown())
+            .await
+            .is_err()
+        {
             client.shutdown().immediate(true).await;
         }
         Ok(())

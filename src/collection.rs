@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use bson::{doc, Bson, Document};
-use mongodb::options::{AggregateOptions, CountOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOptions};
+use mongodb::options::{
+    AggregateOptions, CountOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOptions,
+};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 
@@ -70,7 +72,13 @@ impl NativeCollection {
                 single_batch = false;
             }
         }
-        let cursor = self.collection.find(filter).with_options(find).batch().await.map_err(Error::from)?;
+        let cursor = self
+            .collection
+            .find(filter)
+            .with_options(find)
+            .batch()
+            .await
+            .map_err(Error::from)?;
         Ok(NativeCursor::open(cursor, single_batch, &self.client))
     }
 
@@ -92,7 +100,13 @@ impl NativeCollection {
         aggregate.selection_criteria = taken.read_preference()?;
         aggregate.read_concern = taken.read_concern()?;
         taken.finish()?;
-        let cursor = self.collection.aggregate(stages).with_options(aggregate).batch().await.map_err(Error::from)?;
+        let cursor = self
+            .collection
+            .aggregate(stages)
+            .with_options(aggregate)
+            .batch()
+            .await
+            .map_err(Error::from)?;
         Ok(NativeCursor::open(cursor, false, &self.client))
     }
 
@@ -112,7 +126,12 @@ impl NativeCollection {
         count.selection_criteria = taken.read_preference()?;
         count.read_concern = taken.read_concern()?;
         taken.finish()?;
-        let n = self.collection.count_documents(filter).with_options(count).await.map_err(Error::from)?;
+        let n = self
+            .collection
+            .count_documents(filter)
+            .with_options(count)
+            .await
+            .map_err(Error::from)?;
         Ok(n as f64)
     }
 
@@ -127,7 +146,12 @@ impl NativeCollection {
         estimate.selection_criteria = taken.read_preference()?;
         estimate.read_concern = taken.read_concern()?;
         taken.finish()?;
-        let n = self.collection.estimated_document_count().with_options(estimate).await.map_err(Error::from)?;
+        let n = self
+            .collection
+            .estimated_document_count()
+            .with_options(estimate)
+            .await
+            .map_err(Error::from)?;
         Ok(n as f64)
     }
 
@@ -145,7 +169,12 @@ impl NativeCollection {
         distinct.selection_criteria = taken.read_preference()?;
         distinct.read_concern = taken.read_concern()?;
         taken.finish()?;
-        let values = self.collection.distinct(key, filter).with_options(distinct).await.map_err(Error::from)?;
+        let values = self
+            .collection
+            .distinct(key, filter)
+            .with_options(distinct)
+            .await
+            .map_err(Error::from)?;
         let reply = doc! { "values": values };
         Ok(reply.to_vec().map_err(Error::from)?.into())
     }
@@ -154,13 +183,19 @@ impl NativeCollection {
 fn pipeline_from_bytes(bytes: &[u8]) -> Result<Vec<Document>> {
     let pipeline = match document_from_bytes(bytes)?.remove("pipeline") {
         Some(Bson::Array(stages)) => stages,
-        _ => return Err(Error::InvalidArgument("pipeline must be an array of stages".into())),
+        _ => {
+            return Err(Error::InvalidArgument(
+                "pipeline must be an array of stages".into(),
+            ))
+        }
     };
     pipeline
         .into_iter()
         .map(|stage| match stage {
             Bson::Document(stage) => Ok(stage),
-            _ => Err(Error::InvalidArgument("every pipeline stage must be a document".into())),
+            _ => Err(Error::InvalidArgument(
+                "every pipeline stage must be a document".into(),
+            )),
         })
         .collect()
 }

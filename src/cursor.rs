@@ -43,7 +43,9 @@ pub struct NativeCursor {
 
 impl NativeCursor {
     pub fn open(cursor: RawBatchCursor, single_batch: bool, client: &ClientState) -> Self {
-        let slot = Arc::new(CursorSlot { state: Mutex::new(CursorState::Open(Box::new(cursor))) });
+        let slot = Arc::new(CursorSlot {
+            state: Mutex::new(CursorState::Open(Box::new(cursor))),
+        });
         client.track(&slot);
         Self { slot, single_batch }
     }

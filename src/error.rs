@@ -66,11 +66,15 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
             "codeName": command.code_name,
             "errorLabels": labels,
         }),
-        ErrorKind::ServerSelection { message, .. } => json!({ "kind": "serverSelection", "message": message }),
+        ErrorKind::ServerSelection { message, .. } => {
+            json!({ "kind": "serverSelection", "message": message })
+        }
         ErrorKind::Io(_) | ErrorKind::ConnectionPoolCleared { .. } => {
             json!({ "kind": "network", "message": message, "errorLabels": labels })
         }
-        ErrorKind::InvalidArgument { message, .. } => json!({ "kind": "invalidArgument", "message": message }),
+        ErrorKind::InvalidArgument { message, .. } => {
+            json!({ "kind": "invalidArgument", "message": message })
+        }
         ErrorKind::Authentication { message, .. } => json!({ "kind": "authentication", "message": message }),
         ErrorKind::DnsResolve { message, .. } | ErrorKind::InvalidTlsConfig { message, .. } => {
             json!({ "kind": "parse", "message": message })

@@ -25,7 +25,10 @@ pub struct OperationOptions {
 
 impl OperationOptions {
     pub fn from_bytes(bytes: &[u8], operation: &'static str) -> Result<Self> {
-        Ok(Self { doc: document_from_bytes(bytes)?, operation })
+        Ok(Self {
+            doc: document_from_bytes(bytes)?,
+            operation,
+        })
     }
 
     fn invalid(&self, key: &str, expected: &str) -> Error {

@@ -66,7 +66,10 @@ export const DEFAULT_BSON_OPTIONS: ResolvedBSONOptions = {
 }
 
 /** Resolves `options` over `parent`, checking each given value is a boolean. */
-export function resolveBSONOptions(options: Document | undefined, parent: ResolvedBSONOptions): ResolvedBSONOptions {
+export function resolveBSONOptions(
+  options: Document | undefined,
+  parent: ResolvedBSONOptions,
+): ResolvedBSONOptions {
   const resolved = { ...parent }
   for (const name of BSON_OPTION_NAMES) {
     const value: unknown = options?.[name]

@@ -97,7 +97,10 @@ export class Collection<TSchema extends Document = Document> {
   }
 
   /** The first document matching `filter`, or `null`. */
-  async findOne(filter: Filter<TSchema> | ObjectId = {}, options: FindOptions = {}): Promise<WithId<TSchema> | null> {
+  async findOne(
+    filter: Filter<TSchema> | ObjectId = {},
+    options: FindOptions = {},
+  ): Promise<WithId<TSchema> | null> {
     const cursor = this.find(filter, options).limit(-1).batchSize(1)
     try {
       return await cursor.next()
@@ -130,14 +133,20 @@ export class Collection<TSchema extends Document = Document> {
   }
 
   /** The distinct values of `key` among documents matching `filter`. */
-  async distinct<T = any>(key: string, filter: Filter<TSchema> = {}, options: DistinctOptions = {}): Promise<T[]> {
+  async distinct<T = any>(
+    key: string,
+    filter: Filter<TSchema> = {},
+    options: DistinctOptions = {},
+  ): Promise<T[]> {
     if (typeof key !== 'string') {
       throw new MongoInvalidArgumentError(`distinct key must be a string, got ${describe(key)}`)
     }
     const checked = checkFilter(filter)
     const { command, bson } = resolveOperationOptions(DISTINCT, options, this.#bsonOptions)
     const collection = await this.#nativeCollection()
-    const reply = await callNative(() => collection.distinct(key, toBSON(checked, bson), toBSON(command, bson)))
+    const reply = await callNative(() =>
+      collection.distinct(key, toBSON(checked, bson), toBSON(command, bson)),
+    )
     return createDecoder({ ...bson, raw: false }).decodeDocument(reply).values as T[]
   }
 }
@@ -148,5 +157,7 @@ function checkFilter(filter: unknown): Document {
   if (typeof filter === 'object' && filter !== null && (filter as Document)._bsontype === 'ObjectId') {
     return { _id: filter }
   }
-  throw new MongoInvalidArgumentError(`Query filter must be a plain object or ObjectId, got ${describe(filter)}`)
+  throw new MongoInvalidArgumentError(
+    `Query filter must be a plain object or ObjectId, got ${describe(filter)}`,
+  )
 }

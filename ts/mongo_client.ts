@@ -2,7 +2,14 @@
  * `MongoClient` and `Db`: connection and namespaces, as in the official driver.
  * @module
  */
-import { describe, DEFAULT_BSON_OPTIONS, isBSONOptionName, resolveBSONOptions, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
+import {
+  describe,
+  DEFAULT_BSON_OPTIONS,
+  isBSONOptionName,
+  resolveBSONOptions,
+  type BSONOptions,
+  type ResolvedBSONOptions,
+} from './bson.js'
 import { Collection, type CollectionOptions } from './collection.js'
 import type { Document } from 'bson'
 import {
@@ -57,19 +64,54 @@ export interface MongoClientOptions extends BSONOptions {
 
 /** Options that go into the connection string as they are. */
 const URI_OPTIONS = new Set<string>([
-  'appName', 'authMechanism', 'authSource', 'compressors', 'connectTimeoutMS', 'directConnection',
-  'heartbeatFrequencyMS', 'loadBalanced', 'localThresholdMS', 'maxConnecting', 'maxIdleTimeMS',
-  'maxPoolSize', 'maxStalenessSeconds', 'minPoolSize', 'readConcernLevel', 'readPreference',
-  'replicaSet', 'retryReads', 'serverMonitoringMode', 'serverSelectionTimeoutMS', 'socketTimeoutMS',
-  'srvMaxHosts', 'srvServiceName', 'ssl', 'tls', 'tlsAllowInvalidCertificates',
-  'tlsAllowInvalidHostnames', 'tlsCAFile', 'tlsCertificateKeyFile', 'tlsCertificateKeyFilePassword',
-  'tlsInsecure', 'waitQueueTimeoutMS', 'zlibCompressionLevel',
+  'appName',
+  'authMechanism',
+  'authSource',
+  'compressors',
+  'connectTimeoutMS',
+  'directConnection',
+  'heartbeatFrequencyMS',
+  'loadBalanced',
+  'localThresholdMS',
+  'maxConnecting',
+  'maxIdleTimeMS',
+  'maxPoolSize',
+  'maxStalenessSeconds',
+  'minPoolSize',
+  'readConcernLevel',
+  'readPreference',
+  'replicaSet',
+  'retryReads',
+  'serverMonitoringMode',
+  'serverSelectionTimeoutMS',
+  'socketTimeoutMS',
+  'srvMaxHosts',
+  'srvServiceName',
+  'ssl',
+  'tls',
+  'tlsAllowInvalidCertificates',
+  'tlsAllowInvalidHostnames',
+  'tlsCAFile',
+  'tlsCertificateKeyFile',
+  'tlsCertificateKeyFilePassword',
+  'tlsInsecure',
+  'waitQueueTimeoutMS',
+  'zlibCompressionLevel',
 ])
 
 /** Official driver options that change behaviour rumongo does not implement: rejected, not ignored. */
 const UNSUPPORTED_CLIENT_OPTIONS = [
-  'autoEncryption', 'monitorCommands', 'timeoutMS', 'proxyHost', 'proxyPort', 'proxyUsername',
-  'proxyPassword', 'driverInfo', 'serverApi', 'mongodbLogPath', 'mongodbLogComponentSeverities',
+  'autoEncryption',
+  'monitorCommands',
+  'timeoutMS',
+  'proxyHost',
+  'proxyPort',
+  'proxyUsername',
+  'proxyPassword',
+  'driverInfo',
+  'serverApi',
+  'mongodbLogPath',
+  'mongodbLogComponentSeverities',
 ]
 
 const URI_PATTERN = /^(mongodb(?:\+srv)?:\/\/)(?:([^@/]*)@)?([^/?]*)(\/[^?]*)?(\?.*)?$/
@@ -83,10 +125,13 @@ interface ParsedUri {
 }
 
 function parseUri(uri: unknown): ParsedUri {
-  if (typeof uri !== 'string') throw new MongoParseError(`connection string must be a string, got ${describe(uri)}`)
+  if (typeof uri !== 'string')
+    throw new MongoParseError(`connection string must be a string, got ${describe(uri)}`)
   const match = URI_PATTERN.exec(uri)
   if (!match) {
-    throw new MongoParseError('Invalid scheme, expected connection string to start with "mongodb://" or "mongodb+srv://"')
+    throw new MongoParseError(
+      'Invalid scheme, expected connection string to start with "mongodb://" or "mongodb+srv://"',
+    )
   }
   const [, scheme, userinfo, hosts, path = '', query = ''] = match
   return { scheme: scheme!, userinfo, hosts: hosts!, path, query }
@@ -100,7 +145,8 @@ function buildUri(parsed: ParsedUri, options: MongoClientOptions): string {
     if (value === undefined || isBSONOptionName(key)) continue
     if (key === 'auth') {
       const { username = '', password } = value as NonNullable<MongoClientOptions['auth']>
-      userinfo = encodeURIComponent(username) + (password === undefined ? '' : `:${encodeURIComponent(password)}`)
+      userinfo =
+        encodeURIComponent(username) + (password === undefined ? '' : `:${encodeURIComponent(password)}`)
     } else if (URI_OPTIONS.has(key)) {
       query.set(key, Array.isArray(value) ? value.join(',') : String(value))
     } else if (UNSUPPORTED_CLIENT_OPTIONS.includes(key)) {
@@ -152,7 +198,10 @@ export class Db {
   }
 
   /** A collection handle; no I/O until an operation runs. */
-  collection<TSchema extends Document = Document>(name: string, options?: CollectionOptions): Collection<TSchema> {
+  collection<TSchema extends Document = Document>(
+    name: string,
+    options?: CollectionOptions,
+  ): Collection<TSchema> {
     return new Collection<TSchema>(
       {
         databaseName: this.#name,
@@ -185,7 +234,8 @@ export class MongoClient {
       throw new MongoInvalidArgumentError(`client options must be an object, got ${describe(options)}`)
     }
     const parsed = parseUri(url)
-    this.#userinfo = parsed.userinfo ?? (options.auth?.password ? encodeURIComponent(options.auth.password) : undefined)
+    this.#userinfo =
+      parsed.userinfo ?? (options.auth?.password ? encodeURIComponent(options.auth.password) : undefined)
     this.#uri = buildUri(parsed, options)
     this.#defaultDb = decodeURIComponent(parsed.path.slice(1)) || 'test'
     this.#bsonOptions = resolveBSONOptions(options, DEFAULT_BSON_OPTIONS)

@@ -112,7 +112,8 @@ export interface DistinctOptions extends ReadOperationOptions {
   collation?: CollationOptions
 }
 
-type OptionKind = 'integer' | 'boolean' | 'document' | 'sort' | 'hint' | 'any' | 'readPreference' | 'readConcern'
+type OptionKind =
+  'integer' | 'boolean' | 'document' | 'sort' | 'hint' | 'any' | 'readPreference' | 'readConcern'
 
 interface OperationSpec {
   name: string
@@ -128,7 +129,15 @@ const READ_OPTIONS = {
   readConcern: 'readConcern',
 } as const satisfies Record<string, OptionKind>
 
-const NOT_ON_READ_PATH = ['session', 'timeoutMS', 'timeoutMode', 'signal', 'explain', 'fieldsAsRaw', 'checkKeys']
+const NOT_ON_READ_PATH = [
+  'session',
+  'timeoutMS',
+  'timeoutMode',
+  'signal',
+  'explain',
+  'fieldsAsRaw',
+  'checkKeys',
+]
 
 export const FIND: OperationSpec = {
   name: 'find',

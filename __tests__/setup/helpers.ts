@@ -59,7 +59,8 @@ export function firstDifference(actual: unknown, expected: unknown, path = '$'):
   const bsontype = (actual as { _bsontype?: string })._bsontype
   if (bsontype !== undefined && !['DBRef', 'Code'].includes(bsontype)) {
     const a = JSON.stringify((actual as { toJSON?: () => unknown }).toJSON?.() ?? actual) + String(actual)
-    const b = JSON.stringify((expected as { toJSON?: () => unknown }).toJSON?.() ?? expected) + String(expected)
+    const b =
+      JSON.stringify((expected as { toJSON?: () => unknown }).toJSON?.() ?? expected) + String(expected)
     return a === b ? undefined : `${path}: ${bsontype} ${a} !== ${b}`
   }
   const actualKeys = Reflect.ownKeys(actual)

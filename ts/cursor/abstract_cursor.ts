@@ -25,7 +25,9 @@ type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'closed'
  * A cursor over query results. Lazy: nothing is sent until the first read.
  * Also a thenable, so `await collection.find(filter)` resolves to the array of all documents.
  */
-export abstract class AbstractCursor<TSchema = Document> implements AsyncIterable<TSchema>, PromiseLike<TSchema[]> {
+export abstract class AbstractCursor<TSchema = Document>
+  implements AsyncIterable<TSchema>, PromiseLike<TSchema[]>
+{
   readonly #source: CursorSource
   #state: CursorState = 'new'
   #native: NativeCursor | null = null
@@ -77,7 +79,8 @@ export abstract class AbstractCursor<TSchema = Document> implements AsyncIterabl
 
   /** Takes up to `count` buffered documents (all by default) without I/O. */
   readBufferedDocuments(count?: number): TSchema[] {
-    const end = count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
+    const end =
+      count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
     const documents = this.#buffer.slice(this.#position, end)
     this.#position = end
     return this.#transform ? documents.map(this.#transform) : (documents as TSchema[])
