@@ -22,6 +22,7 @@ import {
   type Document,
 } from 'mongodb'
 import { expectIdentical } from './setup/helpers.js'
+import { randomDocuments } from './setup/random_documents.js'
 
 // Internal modules of the built package: the decoder seam, below the public API.
 const require = createRequire(import.meta.url)
@@ -87,8 +88,8 @@ function everyTypeDocuments(): Document[] {
   ]
 }
 
-function encodeAsServerBatch(documents: Document[]) {
-  return encodeTestBatch(Buffer.from(BSON.serialize({ batch: documents })))
+function encodeAsServerBatch(documents: Document[], tape = true) {
+  return encodeTestBatch(Buffer.from(BSON.serialize({ batch: documents })), tape)
 }
 
 /** What the official driver does with a document's bytes under the same options. */
@@ -117,10 +118,14 @@ describe('batch decoding', () => {
   ])('decodes every BSON type like the official driver (%s)', (_, overrides) => {
     const options = { ...DEFAULT_BSON_OPTIONS, ...overrides }
     const documents = everyTypeDocuments()
-    const decoded = createDecoder(options).decodeBatch(encodeAsServerBatch(documents))
+    const batch = encodeAsServerBatch(documents)
+    expect(batch.slots).toBeInstanceOf(Float64Array) // the tape path, not the js-bson fallback
+    const decoded = createDecoder(options).decodeBatch(batch)
     expectIdentical(decoded, officialDecode(documents, options))
     expect(Object.getPrototypeOf(decoded[0].proto)).toBe(Object.prototype)
     expect(({} as Document).polluted).toBeUndefined()
+    // the js-bson path (batches that are not taped) gives the same documents
+    expectIdentical(createDecoder(options).decodeBatch(encodeAsServerBatch(documents, false)), decoded)
   })
 
   it('returns raw BSON per document with raw: true', () => {
@@ -146,7 +151,8 @@ describe('batch decoding', () => {
   it('rejects invalid UTF-8 by default and decodes it when validation is off', () => {
     const bytes = Buffer.from(BSON.serialize({ batch: [{ s: 'abc' }] }))
     bytes[bytes.indexOf('abc')] = 0xff
-    const batch = encodeTestBatch(bytes)
+    const batch = encodeTestBatch(bytes, true)
+    expect(batch.slots).toBeUndefined() // js-bson decides, exactly as for the official driver
     expect(() => createDecoder(DEFAULT_BSON_OPTIONS).decodeBatch(batch)).toThrow(/UTF-8/i)
     const [document] = createDecoder({ ...DEFAULT_BSON_OPTIONS, enableUtf8Validation: false }).decodeBatch(
       batch,
@@ -155,7 +161,28 @@ describe('batch decoding', () => {
   })
 
   it('reports a batch with a non-document element as an error, not a crash', () => {
-    expect(() => encodeTestBatch(Buffer.from(BSON.serialize({ batch: [1, 2] })))).toThrow(/not a document/)
-    expect(() => encodeTestBatch(Buffer.from([1, 2, 3]))).toThrow()
+    expect(() => encodeTestBatch(Buffer.from(BSON.serialize({ batch: [1, 2] })), true)).toThrow(
+      /not a document/,
+    )
+    expect(() => encodeTestBatch(Buffer.from([1, 2, 3]), true)).toThrow()
+  })
+})
+
+describe('differential fuzzing against js-bson', () => {
+  it.each([
+    ['defaults', {}],
+    ['promoteValues: false', { promoteValues: false }],
+    ['promoteLongs: false', { promoteLongs: false }],
+    ['useBigInt64: true', { useBigInt64: true }],
+    ['promoteBuffers + bsonRegExp', { promoteBuffers: true, bsonRegExp: true }],
+  ])('decodes thousands of random documents exactly (%s)', (_, overrides) => {
+    const options = { ...DEFAULT_BSON_OPTIONS, ...overrides }
+    const decoder = createDecoder(options)
+    for (let seed = 1; seed <= 40; seed++) {
+      const documents = randomDocuments(seed, 100)
+      const batch = encodeAsServerBatch(documents)
+      expect(batch.slots).toBeInstanceOf(Float64Array)
+      expectIdentical(decoder.decodeBatch(batch), officialDecode(documents, options))
+    }
   })
 })

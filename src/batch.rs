@@ -2,44 +2,76 @@
 
 use bson::RawArray;
 use mongodb::raw_batch_cursor::RawBatch;
-use napi::bindgen_prelude::Buffer;
+use napi::bindgen_prelude::{Buffer, Float64Array};
 use napi_derive::napi;
 
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    tape::Tape,
+};
 
-/// One server batch: its documents' BSON back to back, decoded on the JS side.
+/// One server batch: its documents' BSON back to back and, unless raw BSON was asked for or the
+/// batch holds something only js-bson decides on (see `tape.rs`), the same documents on a tape.
 #[napi(object)]
 pub struct DocumentBatch {
     pub documents: Buffer,
     pub count: u32,
+    pub slots: Option<Float64Array>,
+    pub ascii: Option<Buffer>,
+    pub utf8: Option<Buffer>,
+    pub extras: Option<Buffer>,
+    pub shapes: Option<String>,
 }
 
 /// Encodes a server reply's batch (off the JS thread).
-pub fn encode_batch(batch: &RawBatch) -> Result<DocumentBatch> {
-    encode_documents(batch.doc_slices()?)
+pub fn encode_batch(batch: &RawBatch, tape: bool) -> Result<DocumentBatch> {
+    encode_documents(batch.doc_slices()?, tape)
 }
 
 /// Encodes the batch in a BSON document `{ batch: [doc, ...] }` the way a server reply's
-/// `firstBatch` is encoded: lets tests feed values the dev server cannot store through the same path.
+/// `firstBatch` is encoded: lets tests and benchmarks feed any bytes through the same path.
 #[napi]
-pub fn encode_test_batch(reply: Buffer) -> napi::Result<DocumentBatch> {
+pub fn encode_test_batch(reply: Buffer, tape: bool) -> napi::Result<DocumentBatch> {
     let reply = bson::RawDocument::from_bytes(reply.as_ref()).map_err(Error::from)?;
-    Ok(encode_documents(reply.get_array("batch").map_err(Error::from)?)?)
+    Ok(encode_documents(
+        reply.get_array("batch").map_err(Error::from)?,
+        tape,
+    )?)
 }
 
-/// Copies the documents into one contiguous buffer.
-fn encode_documents(array: &RawArray) -> Result<DocumentBatch> {
+/// Copies the documents into one contiguous buffer, then tapes them.
+fn encode_documents(array: &RawArray, tape: bool) -> Result<DocumentBatch> {
     let mut documents = Vec::with_capacity(array.as_bytes().len());
     let mut count = 0u32;
     for element in array {
-        let document = element?
-            .as_document()
-            .ok_or_else(|| Error::InvalidResponse("a cursor batch holds a value that is not a document"))?;
+        let document = element?.as_document().ok_or(Error::InvalidResponse(
+            "a cursor batch holds a value that is not a document",
+        ))?;
         documents.extend_from_slice(document.as_bytes());
         count += 1;
     }
+    let tape = if tape {
+        Tape::encode(&documents, count as usize).ok()
+    } else {
+        None
+    };
+    let shapes = tape.as_ref().map(Tape::shapes_json);
+    let (slots, ascii, utf8, extras) = match tape {
+        Some(tape) => (
+            Some(Float64Array::new(tape.slots)),
+            Some(tape.ascii.into()),
+            Some(tape.utf8.into()),
+            Some(tape.extras.into()),
+        ),
+        None => (None, None, None, None),
+    };
     Ok(DocumentBatch {
         documents: documents.into(),
         count,
+        slots,
+        ascii,
+        utf8,
+        extras,
+        shapes,
     })
 }

@@ -36,9 +36,10 @@ impl NativeCollection {
 #[napi]
 impl NativeCollection {
     /// Runs `find` and returns its cursor with the first batch buffered.
-    /// `filter` and `options` are BSON documents built by the TypeScript layer.
+    /// `filter` and `options` are BSON documents built by the TypeScript layer; `tape` puts the
+    /// batches on the tape for the JS decoder (false: raw BSON only).
     #[napi]
-    pub async fn find(&self, filter: Buffer, options: Buffer) -> napi::Result<NativeCursor> {
+    pub async fn find(&self, filter: Buffer, options: Buffer, tape: bool) -> napi::Result<NativeCursor> {
         self.ensure_open()?;
         let filter = document_from_bytes(&filter)?;
         let mut taken = OperationOptions::from_bytes(&options, "find")?;
@@ -79,12 +80,17 @@ impl NativeCollection {
             .batch()
             .await
             .map_err(Error::from)?;
-        Ok(NativeCursor::open(cursor, single_batch, &self.client))
+        Ok(NativeCursor::open(cursor, single_batch, tape, &self.client))
     }
 
     /// Runs `aggregate`; `pipeline` is a BSON document `{ pipeline: [stage, ...] }`.
     #[napi]
-    pub async fn aggregate(&self, pipeline: Buffer, options: Buffer) -> napi::Result<NativeCursor> {
+    pub async fn aggregate(
+        &self,
+        pipeline: Buffer,
+        options: Buffer,
+        tape: bool,
+    ) -> napi::Result<NativeCursor> {
         self.ensure_open()?;
         let stages = pipeline_from_bytes(&pipeline)?;
         let mut taken = OperationOptions::from_bytes(&options, "aggregate")?;
@@ -107,7 +113,7 @@ impl NativeCollection {
             .batch()
             .await
             .map_err(Error::from)?;
-        Ok(NativeCursor::open(cursor, false, &self.client))
+        Ok(NativeCursor::open(cursor, false, tape, &self.client))
     }
 
     /// Counts the documents matching `filter` (an aggregation on the server, as in the official driver).

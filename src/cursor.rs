@@ -39,15 +39,21 @@ pub struct NativeCursor {
     slot: Arc<CursorSlot>,
     /// `singleBatch` without a limit: the crate has no such option, so stop after one batch.
     single_batch: bool,
+    /// Put batches on the tape (false when the caller wants raw BSON).
+    tape: bool,
 }
 
 impl NativeCursor {
-    pub fn open(cursor: RawBatchCursor, single_batch: bool, client: &ClientState) -> Self {
+    pub fn open(cursor: RawBatchCursor, single_batch: bool, tape: bool, client: &ClientState) -> Self {
         let slot = Arc::new(CursorSlot {
             state: Mutex::new(CursorState::Open(Box::new(cursor))),
         });
         client.track(&slot);
-        Self { slot, single_batch }
+        Self {
+            slot,
+            single_batch,
+            tape,
+        }
     }
 }
 
@@ -69,7 +75,7 @@ impl NativeCursor {
         match result {
             None => Ok(None),
             Some(Err(error)) => Err(Error::from(error).into()),
-            Some(Ok(batch)) => Ok(Some(encode_batch(&batch)?)),
+            Some(Ok(batch)) => Ok(Some(encode_batch(&batch, self.tape)?)),
         }
     }
 

@@ -7,3 +7,4 @@ mod collection;
 mod cursor;
 mod error;
 mod options;
+mod tape;

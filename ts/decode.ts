@@ -1,9 +1,15 @@
 /**
  * The decoder seam: how a native batch becomes JS documents. Everything that reads documents
- * (cursors, findOne, distinct) goes through here, so a faster decoder replaces this file only.
+ * (cursors, findOne, distinct) goes through here.
+ *
+ * The fast path reads the tape Rust built off the JS thread (layout: src/tape.rs): numbers come
+ * from one Float64Array, strings are slices of one string per batch, and each document shape gets
+ * a generated function that builds the document with a single object literal (one V8 hidden class
+ * per shape). Values are exactly js-bson's: rare types and anything Rust could not tape go through
+ * js-bson itself.
  * @module
  */
-import { BSON, type Document } from 'bson'
+import { BSON, Double, Int32, Long, ObjectId, type Document } from 'bson'
 import type { ResolvedBSONOptions } from './bson.js'
 import type { DocumentBatch } from './native.cjs'
 
@@ -11,14 +17,217 @@ type DeserializeOptions = Parameters<typeof BSON.deserialize>[1] & {}
 
 /** A decoder for one operation's BSON options, reused for each of its batches. */
 export interface BatchDecoder {
+  /** Whether the native side should put batches on the tape (false: raw BSON is all it needs). */
+  readonly wantsTape: boolean
   decodeBatch(batch: DocumentBatch): Document[]
   /** Decodes one standalone BSON document (a command reply such as distinct's). */
   decodeDocument(bytes: Uint8Array): Document
 }
 
-/** The js-bson decoder: exactly the official driver's values and types. */
+const enum Tag {
+  Double = 0x01,
+  String = 0x02,
+  Document = 0x03,
+  Array = 0x04,
+  ObjectId = 0x07,
+  Boolean = 0x08,
+  Date = 0x09,
+  Null = 0x0a,
+  Int32 = 0x10,
+  Int64 = 0x12,
+  Fallback = 0xf0,
+}
+
+interface Shape {
+  k: string[]
+  t: Tag[]
+}
+
+/** Builds one document of a shape, reading its values from the tape. */
+type Builder = (reader: TapeReader) => Document
+
+// bson >= 7.3 reads an ObjectId straight from (buffer, offset); older 7.x needs a 12-byte view.
+const objectIdAt: (bytes: Uint8Array, offset: number) => ObjectId = (() => {
+  const probe = new Uint8Array(24)
+  probe[23] = 1
+  try {
+    if (new (ObjectId as any)(probe, 12).toHexString() === '000000000000000000000001') {
+      return (bytes, offset) => new (ObjectId as any)(bytes, offset)
+    }
+  } catch {
+    // older bson: fall through
+  }
+  return (bytes, offset) => new ObjectId(bytes.subarray(offset, offset + 12))
+})()
+
+/** Reads values off one batch's tape; generated builders call its methods. */
+class TapeReader {
+  position = 0
+  readonly slots: Float64Array
+  readonly ascii: string
+  readonly utf8: string
+  readonly bson: Buffer
+  readonly extras: Buffer
+  readonly builders: Builder[]
+  readonly options: DecoderOptions
+
+  constructor(batch: Required<DocumentBatch>, builders: Builder[], options: DecoderOptions) {
+    this.slots = batch.slots
+    this.ascii = batch.ascii.length > 0 ? batch.ascii.toString('latin1') : ''
+    this.utf8 = batch.utf8.length > 0 ? batch.utf8.toString('utf8') : ''
+    this.bson = batch.documents
+    this.extras = batch.extras
+    this.builders = builders
+    this.options = options
+  }
+
+  number(): number {
+    return this.slots[this.position++]!
+  }
+
+  string(): string {
+    const start = this.slots[this.position]!
+    const end = this.slots[this.position + 1]!
+    this.position += 2
+    return start >= 0 ? this.ascii.slice(start, end) : this.utf8.slice(-start - 1, end)
+  }
+
+  objectId(): ObjectId {
+    return objectIdAt(this.bson, this.slots[this.position++]!)
+  }
+
+  int64(): number | Long | bigint {
+    const slots = this.slots
+    const at = this.position
+    this.position += 3
+    const low = slots[at + 1]!
+    const high = slots[at + 2]!
+    if (this.options.useBigInt64) return (BigInt(high) << 32n) + BigInt(low >>> 0)
+    const promoted = slots[at]!
+    // NaN marks a value outside +-2^53, which js-bson keeps as a Long.
+    if (this.options.promoteNumbers && promoted === promoted) return promoted
+    return Long.fromBits(low, high)
+  }
+
+  document(): Document {
+    return this.builders[this.slots[this.position++]!]!(this)
+  }
+
+  array(): unknown[] {
+    const length = this.slots[this.position++]!
+    const array: unknown[] = []
+    for (let index = 0; index < length; index++) array.push(this.value(this.slots[this.position++]!))
+    return array
+  }
+
+  /** A value of a type known only at run time (array elements). */
+  value(tag: Tag): unknown {
+    switch (tag) {
+      case Tag.Double:
+        return this.options.promoteValues ? this.number() : new Double(this.number())
+      case Tag.String:
+        return this.string()
+      case Tag.Document:
+        return this.document()
+      case Tag.Array:
+        return this.array()
+      case Tag.ObjectId:
+        return this.objectId()
+      case Tag.Boolean:
+        return this.number() === 1
+      case Tag.Date:
+        return new Date(this.number())
+      case Tag.Null:
+        return null
+      case Tag.Int32:
+        return this.options.promoteValues ? this.number() : new Int32(this.number())
+      case Tag.Int64:
+        return this.int64()
+      case Tag.Fallback:
+        return this.fallback()
+      default:
+        throw new Error(`rumongo: unknown tape tag ${tag}`)
+    }
+  }
+
+  /** A value js-bson decodes: `{ "": value }` in the extras buffer. */
+  fallback(): unknown {
+    const offset = this.slots[this.position]!
+    const length = this.slots[this.position + 1]!
+    this.position += 2
+    return BSON.deserialize(this.extras.subarray(offset, offset + length), this.options.deserialize)['']
+  }
+
+  /** A top-level document: a shape id, or -1 for one js-bson decodes from the batch BSON. */
+  topLevelDocument(): Document {
+    const shape = this.slots[this.position++]!
+    if (shape >= 0) return this.builders[shape]!(this)
+    const offset = this.slots[this.position]!
+    const length = this.slots[this.position + 1]!
+    this.position += 2
+    return BSON.deserialize(this.bson.subarray(offset, offset + length), this.options.deserialize)
+  }
+}
+
+interface DecoderOptions {
+  promoteValues: boolean
+  /** `promoteLongs && promoteValues`: when js-bson turns an int64 into a number. */
+  promoteNumbers: boolean
+  useBigInt64: boolean
+  deserialize: DeserializeOptions
+}
+
+/** The JS expression that reads one field of type `tag` (`r` is the TapeReader). */
+function fieldExpression(tag: Tag, options: DecoderOptions): string {
+  switch (tag) {
+    case Tag.Double:
+    case Tag.Int32:
+      if (!options.promoteValues) return 'r.value(' + tag + ')'
+      return 'r.slots[r.position++]'
+    case Tag.String:
+      return 'r.string()'
+    case Tag.Document:
+      return 'r.document()'
+    case Tag.Array:
+      return 'r.array()'
+    case Tag.ObjectId:
+      return 'r.objectId()'
+    case Tag.Boolean:
+      return 'r.slots[r.position++] === 1'
+    case Tag.Date:
+      return 'new Date(r.slots[r.position++])'
+    case Tag.Null:
+      return 'null'
+    case Tag.Int64:
+      return 'r.int64()'
+    default:
+      return 'r.fallback()'
+  }
+}
+
+/** Generated builders by options variant and shape; shared by every cursor. */
+const builderCache = new Map<string, Builder>()
+const BUILDER_CACHE_LIMIT = 10_000
+
+function builderFor(shape: Shape, options: DecoderOptions, variant: string): Builder {
+  const key = variant + JSON.stringify(shape)
+  let builder = builderCache.get(key)
+  if (builder === undefined) {
+    const fields = shape.k.map((name, index) => {
+      // A literal "__proto__" key would set the prototype; a computed one defines a field, as js-bson does.
+      const property = name === '__proto__' ? '["__proto__"]' : JSON.stringify(name)
+      return `${property}: ${fieldExpression(shape.t[index]!, options)}`
+    })
+    builder = new Function('r', `return { ${fields.join(', ')} }`) as Builder
+    if (builderCache.size >= BUILDER_CACHE_LIMIT) builderCache.clear()
+    builderCache.set(key, builder)
+  }
+  return builder
+}
+
+/** A decoder with exactly the official driver's values and types for these options. */
 export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
-  const deserializeOptions: DeserializeOptions = {
+  const deserialize: DeserializeOptions = {
     promoteValues: options.promoteValues,
     promoteLongs: options.promoteLongs,
     promoteBuffers: options.promoteBuffers,
@@ -26,17 +235,40 @@ export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
     bsonRegExp: options.bsonRegExp,
     validation: { utf8: options.enableUtf8Validation },
   }
+  const decoderOptions: DecoderOptions = {
+    promoteValues: options.promoteValues,
+    promoteNumbers: options.promoteLongs && options.promoteValues,
+    useBigInt64: options.useBigInt64,
+    deserialize,
+  }
+  const variant = options.promoteValues ? 'v:' : 'w:'
   return {
+    wantsTape: !options.raw,
     decodeBatch(batch) {
       if (options.raw) return splitDocuments(batch)
-      const documents: Document[] = new Array(batch.count)
-      BSON.deserializeStream(batch.documents, 0, batch.count, documents, 0, deserializeOptions)
+      if (!isTaped(batch)) return deserializeAll(batch, deserialize)
+      const shapes = JSON.parse(batch.shapes) as Shape[]
+      const builders = shapes.map((shape) => builderFor(shape, decoderOptions, variant))
+      const reader = new TapeReader(batch, builders, decoderOptions)
+      const documents: Document[] = []
+      for (let index = 0; index < batch.count; index++) documents.push(reader.topLevelDocument())
       return documents
     },
     decodeDocument(bytes) {
-      return BSON.deserialize(bytes, deserializeOptions)
+      return BSON.deserialize(bytes, deserialize)
     },
   }
+}
+
+function isTaped(batch: DocumentBatch): batch is Required<DocumentBatch> {
+  return batch.slots != null
+}
+
+/** The batch through js-bson, as the official driver decodes it (also the source of its errors). */
+function deserializeAll(batch: DocumentBatch, options: DeserializeOptions): Document[] {
+  const documents: Document[] = new Array(batch.count)
+  BSON.deserializeStream(batch.documents, 0, batch.count, documents, 0, options)
+  return documents
 }
 
 /** `raw: true`: each document as a Buffer view of its BSON. */

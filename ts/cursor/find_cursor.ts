@@ -34,7 +34,9 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
 
   protected override async openNative(collection: NativeCollection) {
     const { command, bson } = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
-    const cursor = await callNative(() => collection.find(toBSON(this.#filter, bson), toBSON(command, bson)))
+    const cursor = await callNative(() =>
+      collection.find(toBSON(this.#filter, bson), toBSON(command, bson), !bson.raw),
+    )
     return { cursor, bsonOptions: bson }
   }
 

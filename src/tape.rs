@@ -1,0 +1,366 @@
+//! The tape: a server batch pre-decoded off the JS thread into numbers and string areas, so that
+//! JavaScript builds each document with one generated object literal per document shape.
+//!
+//! Layout (read by `ts/decode.ts`, keep both in step):
+//! - `slots` (f64): per document its shape id then its field values, in field order. Per type:
+//!   double, int32, date (ms), bool (0/1): 1 slot; string: 2 slots `[start, end]` in the ASCII text
+//!   (start >= 0, byte offsets) or the UTF-8 text (`[-(start + 1), end]`, UTF-16 offsets); ObjectId:
+//!   1 slot, the offset of its 12 bytes in the batch BSON; int64: 3 slots `[value or NaN, low, high]`
+//!   (value when within +-2^53, where js-bson promotes it to a number); null: no slot; embedded
+//!   document: its shape id then its values; array: its length then per element a type tag and the
+//!   element's slots; anything else: `FALLBACK`, 2 slots `[offset, length]` of a standalone BSON
+//!   document `{ "": value }` in `extras` that JS decodes with js-bson, so rare types (Decimal128,
+//!   Binary, Timestamp, regex, code, MinKey/MaxKey, DBRef-like documents, ...) stay exact.
+//!   A top-level document that cannot be taped is shape `-1` followed by `[offset, length]` of the
+//!   document in the batch BSON.
+//! - `shapes`: JSON `[{ "k": [keys], "t": [types] }]`, indexed by shape id.
+//!
+//! The tape is all or nothing: when a batch holds anything js-bson would reject or repair (invalid
+//! UTF-8, a bad boolean, a truncated document), no tape is produced and JS decodes the BSON with
+//! js-bson, which yields exactly the official driver's value or error.
+
+use std::collections::HashMap;
+
+/// Type tag of a value decoded by js-bson from `extras`.
+pub const FALLBACK: u8 = 0xF0;
+/// Documents nested deeper than this fall back to js-bson (which has no recursion limit).
+const MAX_DEPTH: usize = 100;
+/// js-bson promotes an int64 to a number when it is within +-2^53 (inclusive).
+const SAFE_INTEGER_LIMIT: i64 = 1 << 53;
+
+const DOUBLE: u8 = 0x01;
+const STRING: u8 = 0x02;
+const DOCUMENT: u8 = 0x03;
+const ARRAY: u8 = 0x04;
+const OBJECT_ID: u8 = 0x07;
+const BOOLEAN: u8 = 0x08;
+const DATE: u8 = 0x09;
+const NULL: u8 = 0x0A;
+const INT32: u8 = 0x10;
+const INT64: u8 = 0x12;
+
+/// A batch on the tape.
+pub struct Tape {
+    pub slots: Vec<f64>,
+    pub ascii: Vec<u8>,
+    pub utf8: Vec<u8>,
+    /// UTF-16 length of `utf8`.
+    utf8_units: usize,
+    pub extras: Vec<u8>,
+    shapes: Vec<Shape>,
+    shape_ids: HashMap<Vec<u8>, usize>,
+}
+
+struct Shape {
+    keys: Vec<String>,
+    types: Vec<u8>,
+}
+
+/// Why a batch cannot go on the tape; the JS side then decodes it with js-bson.
+#[derive(Debug)]
+pub struct NotTapeable;
+
+type Step<T> = Result<T, NotTapeable>;
+
+impl Tape {
+    /// Puts the documents of `bson` (back to back, as in a batch) on a tape.
+    pub fn encode(bson: &[u8], count: usize) -> Step<Tape> {
+        let mut tape = Tape {
+            slots: Vec::with_capacity(bson.len() / 8),
+            ascii: Vec::with_capacity(bson.len() / 2),
+            utf8: Vec::new(),
+            utf8_units: 0,
+            extras: Vec::new(),
+            shapes: Vec::new(),
+            shape_ids: HashMap::new(),
+        };
+        let mut offset = 0;
+        for _ in 0..count {
+            let length = document_length(bson, offset)?;
+            let document = &bson[offset..offset + length];
+            if has_dollar_key(document)? {
+                // DBRef-like at the top: js-bson decides, exactly.
+                tape.slots.extend([-1.0, offset as f64, length as f64]);
+            } else {
+                tape.document(document, offset, 0)?;
+            }
+            offset += length;
+        }
+        if offset != bson.len() {
+            return Err(NotTapeable);
+        }
+        Ok(tape)
+    }
+
+    /// The shape table as JSON, for the JS decoder.
+    pub fn shapes_json(&self) -> String {
+        let shapes: Vec<_> = self
+            .shapes
+            .iter()
+            .map(|shape| serde_json::json!({ "k": shape.keys, "t": shape.types }))
+            .collect();
+        serde_json::Value::Array(shapes).to_string()
+    }
+
+    /// Tapes one document whose bytes start at `base` in the batch; pushes its shape id first.
+    fn document(&mut self, document: &[u8], base: usize, depth: usize) -> Step<()> {
+        let shape_slot = self.slots.len();
+        self.slots.push(0.0);
+        let mut signature = Vec::with_capacity(64);
+        let mut position = 4;
+        loop {
+            let tag = *document.get(position).ok_or(NotTapeable)?;
+            if tag == 0 {
+                if position + 1 != document.len() {
+                    return Err(NotTapeable);
+                }
+                break;
+            }
+            let key_end = cstring_end(document, position + 1)?;
+            let key = &document[position + 1..key_end];
+            let value_start = key_end + 1;
+            let (stored_tag, value_end) = self.value(tag, document, value_start, base, depth)?;
+            signature.extend_from_slice(key);
+            signature.push(0);
+            signature.push(stored_tag);
+            position = value_end;
+        }
+        let shape = self.shape_id(signature)?;
+        self.slots[shape_slot] = shape as f64;
+        Ok(())
+    }
+
+    /// Tapes one value; returns the tag it was stored as and where the value ends.
+    fn value(&mut self, tag: u8, bytes: &[u8], start: usize, base: usize, depth: usize) -> Step<(u8, usize)> {
+        let end = match tag {
+            DOUBLE => {
+                self.slots.push(f64::from_le_bytes(fixed(bytes, start)?));
+                start + 8
+            }
+            STRING => self.string(bytes, start)?,
+            INT32 => {
+                self.slots.push(i32::from_le_bytes(fixed(bytes, start)?).into());
+                start + 4
+            }
+            INT64 => {
+                let low = i32::from_le_bytes(fixed(bytes, start)?);
+                let high = i32::from_le_bytes(fixed(bytes, start + 4)?);
+                let value = (i64::from(high) << 32) | i64::from(low as u32);
+                let promoted = if (-SAFE_INTEGER_LIMIT..=SAFE_INTEGER_LIMIT).contains(&value) {
+                    value as f64
+                } else {
+                    f64::NAN
+                };
+                self.slots.extend([promoted, low.into(), high.into()]);
+                start + 8
+            }
+            DATE => {
+                // As js-bson: the int64 converted to the nearest double.
+                self.slots.push(i64::from_le_bytes(fixed(bytes, start)?) as f64);
+                start + 8
+            }
+            BOOLEAN => match bytes.get(start) {
+                Some(&flag @ (0 | 1)) => {
+                    self.slots.push(flag.into());
+                    start + 1
+                }
+                _ => return Err(NotTapeable),
+            },
+            NULL => start,
+            OBJECT_ID => {
+                fixed::<12>(bytes, start)?;
+                self.slots.push((base + start) as f64);
+                start + 12
+            }
+            DOCUMENT => {
+                let length = document_length(bytes, start)?;
+                let document = &bytes[start..start + length];
+                if depth >= MAX_DEPTH || has_dollar_key(document)? {
+                    return self.fallback(tag, document, start + length);
+                }
+                self.document(document, base + start, depth + 1)?;
+                start + length
+            }
+            ARRAY => {
+                let length = document_length(bytes, start)?;
+                if depth >= MAX_DEPTH {
+                    return self.fallback(tag, &bytes[start..start + length], start + length);
+                }
+                self.array(&bytes[start..start + length], base + start, depth + 1)?;
+                start + length
+            }
+            _ => {
+                let length = rare_value_length(tag, bytes, start)?;
+                return self.fallback(tag, &bytes[start..start + length], start + length);
+            }
+        };
+        Ok((tag, end))
+    }
+
+    fn array(&mut self, array: &[u8], base: usize, depth: usize) -> Step<()> {
+        let length_slot = self.slots.len();
+        self.slots.push(0.0);
+        let mut count = 0usize;
+        let mut position = 4;
+        loop {
+            let tag = *array.get(position).ok_or(NotTapeable)?;
+            if tag == 0 {
+                if position + 1 != array.len() {
+                    return Err(NotTapeable);
+                }
+                break;
+            }
+            // Array keys are indices; js-bson ignores them too.
+            let value_start = cstring_end(array, position + 1)? + 1;
+            let tag_slot = self.slots.len();
+            self.slots.push(0.0);
+            let (stored_tag, value_end) = self.value(tag, array, value_start, base, depth)?;
+            self.slots[tag_slot] = stored_tag.into();
+            position = value_end;
+            count += 1;
+        }
+        self.slots[length_slot] = count as f64;
+        Ok(())
+    }
+
+    /// A string: validated UTF-8 into the ASCII or the UTF-8 text, with its JS (UTF-16) offsets.
+    fn string(&mut self, bytes: &[u8], start: usize) -> Step<usize> {
+        let size = i32::from_le_bytes(fixed(bytes, start)?);
+        let begin = start + 4;
+        let size = usize::try_from(size).map_err(|_| NotTapeable)?;
+        if size == 0 || begin + size > bytes.len() || bytes[begin + size - 1] != 0 {
+            return Err(NotTapeable);
+        }
+        let text = &bytes[begin..begin + size - 1];
+        if text.is_ascii() {
+            let offset = self.ascii.len();
+            self.ascii.extend_from_slice(text);
+            self.slots.extend([offset as f64, self.ascii.len() as f64]);
+        } else {
+            let text = std::str::from_utf8(text).map_err(|_| NotTapeable)?;
+            let offset = self.utf8_units;
+            self.utf8.extend_from_slice(text.as_bytes());
+            self.utf8_units += text.encode_utf16().count();
+            self.slots
+                .extend([-(offset as f64) - 1.0, self.utf8_units as f64]);
+        }
+        Ok(begin + size)
+    }
+
+    /// Copies a value as a standalone `{ "": value }` document into `extras`; `end` is where the
+    /// value ends in its source.
+    fn fallback(&mut self, tag: u8, value: &[u8], end: usize) -> Step<(u8, usize)> {
+        let offset = self.extras.len();
+        let length = 4 + 1 + 1 + value.len() + 1;
+        let length_field = i32::try_from(length).map_err(|_| NotTapeable)?;
+        self.extras.extend_from_slice(&length_field.to_le_bytes());
+        self.extras.extend_from_slice(&[tag, 0]);
+        self.extras.extend_from_slice(value);
+        self.extras.push(0);
+        self.slots.extend([offset as f64, length as f64]);
+        Ok((FALLBACK, end))
+    }
+
+    fn shape_id(&mut self, signature: Vec<u8>) -> Step<usize> {
+        if let Some(&id) = self.shape_ids.get(&signature) {
+            return Ok(id);
+        }
+        let mut keys = Vec::new();
+        let mut types = Vec::new();
+        let mut rest = signature.as_slice();
+        while let Some(nul) = rest.iter().position(|&byte| byte == 0) {
+            // Keys are not validated by js-bson (lossy); keep the tape for exact ones only.
+            keys.push(
+                std::str::from_utf8(&rest[..nul])
+                    .map_err(|_| NotTapeable)?
+                    .to_owned(),
+            );
+            types.push(rest[nul + 1]);
+            rest = &rest[nul + 2..];
+        }
+        let id = self.shapes.len();
+        self.shapes.push(Shape { keys, types });
+        self.shape_ids.insert(signature, id);
+        Ok(id)
+    }
+}
+
+fn fixed<const N: usize>(bytes: &[u8], start: usize) -> Step<[u8; N]> {
+    bytes
+        .get(start..start + N)
+        .and_then(|slice| slice.try_into().ok())
+        .ok_or(NotTapeable)
+}
+
+/// The declared length of the document at `start`, checked against the bytes available.
+fn document_length(bytes: &[u8], start: usize) -> Step<usize> {
+    let length = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| NotTapeable)?;
+    if length < 5 || start + length > bytes.len() || bytes[start + length - 1] != 0 {
+        return Err(NotTapeable);
+    }
+    Ok(length)
+}
+
+fn cstring_end(bytes: &[u8], start: usize) -> Step<usize> {
+    bytes
+        .get(start..)
+        .and_then(|rest| rest.iter().position(|&byte| byte == 0))
+        .map(|nul| start + nul)
+        .ok_or(NotTapeable)
+}
+
+/// True when a top-level key starts with `$` (js-bson may turn such a document into a DBRef).
+fn has_dollar_key(document: &[u8]) -> Step<bool> {
+    let mut position = 4;
+    loop {
+        let tag = *document.get(position).ok_or(NotTapeable)?;
+        if tag == 0 {
+            return Ok(false);
+        }
+        if document.get(position + 1) == Some(&b'$') {
+            return Ok(true);
+        }
+        let value_start = cstring_end(document, position + 1)? + 1;
+        position = value_start + value_length(tag, document, value_start)?;
+    }
+}
+
+/// Length in bytes of the value of type `tag` at `start`.
+fn value_length(tag: u8, bytes: &[u8], start: usize) -> Step<usize> {
+    Ok(match tag {
+        DOUBLE | DATE | INT64 => 8,
+        INT32 => 4,
+        BOOLEAN => 1,
+        NULL => 0,
+        OBJECT_ID => 12,
+        STRING => 4 + usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| NotTapeable)?,
+        DOCUMENT | ARRAY => document_length(bytes, start)?,
+        _ => rare_value_length(tag, bytes, start)?,
+    })
+}
+
+/// Length of the values js-bson decodes from `extras`, checked against the bytes available.
+fn rare_value_length(tag: u8, bytes: &[u8], start: usize) -> Step<usize> {
+    let int_at = |at: usize| -> Step<usize> {
+        usize::try_from(i32::from_le_bytes(fixed(bytes, at)?)).map_err(|_| NotTapeable)
+    };
+    let length = match tag {
+        0x05 => 4 + 1 + int_at(start)?, // binary: size, subtype, bytes
+        0x06 | 0x7F | 0xFF => 0,        // undefined, MaxKey, MinKey
+        0x0B => {
+            // regex: two cstrings
+            let pattern_end = cstring_end(bytes, start)?;
+            cstring_end(bytes, pattern_end + 1)? + 1 - start
+        }
+        0x0C => 4 + int_at(start)? + 12,   // DBPointer: string, ObjectId
+        0x0D | 0x0E => 4 + int_at(start)?, // code, symbol: string
+        0x0F => int_at(start)?,            // code with scope: total length
+        0x11 => 8,                         // timestamp
+        0x13 => 16,                        // decimal128
+        _ => return Err(NotTapeable),
+    };
+    if start + length > bytes.len() {
+        return Err(NotTapeable);
+    }
+    Ok(length)
+}
