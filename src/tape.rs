@@ -49,6 +49,8 @@ pub struct Tape {
     pub extras: Vec<u8>,
     shapes: Vec<Shape>,
     shape_ids: HashMap<Vec<u8>, usize>,
+    /// The last shape seen at each depth: consecutive documents mostly share it, which saves hashing.
+    last_shapes: Vec<Option<(Vec<u8>, usize)>>,
 }
 
 struct Shape {
@@ -60,7 +62,30 @@ struct Shape {
 #[derive(Debug)]
 pub struct NotTapeable;
 
+/// Why a document is not taped.
+enum Untaped {
+    /// Bytes js-bson would reject or repair: the whole batch goes to js-bson.
+    Batch(NotTapeable),
+    /// A `$`-prefixed key: js-bson may make a DBRef of this document, so it decodes this one.
+    DollarKey,
+}
+
+impl From<NotTapeable> for Untaped {
+    fn from(error: NotTapeable) -> Self {
+        Untaped::Batch(error)
+    }
+}
+
 type Step<T> = Result<T, NotTapeable>;
+
+/// Lengths of the tape's buffers, to undo a document that turned out to need js-bson.
+struct Mark {
+    slots: usize,
+    ascii: usize,
+    utf8: usize,
+    utf8_units: usize,
+    extras: usize,
+}
 
 impl Tape {
     /// Puts the documents of `bson` (back to back, as in a batch) on a tape.
@@ -73,16 +98,19 @@ impl Tape {
             extras: Vec::new(),
             shapes: Vec::new(),
             shape_ids: HashMap::new(),
+            last_shapes: Vec::new(),
         };
         let mut offset = 0;
         for _ in 0..count {
             let length = document_length(bson, offset)?;
-            let document = &bson[offset..offset + length];
-            if has_dollar_key(document)? {
-                // DBRef-like at the top: js-bson decides, exactly.
-                tape.slots.extend([-1.0, offset as f64, length as f64]);
-            } else {
-                tape.document(document, offset, 0)?;
+            let mark = tape.mark();
+            match tape.document(&bson[offset..offset + length], offset, 0) {
+                Ok(()) => {}
+                Err(Untaped::Batch(error)) => return Err(error),
+                Err(Untaped::DollarKey) => {
+                    tape.undo(mark);
+                    tape.slots.extend([-1.0, offset as f64, length as f64]);
+                }
             }
             offset += length;
         }
@@ -102,8 +130,26 @@ impl Tape {
         serde_json::Value::Array(shapes).to_string()
     }
 
+    fn mark(&self) -> Mark {
+        Mark {
+            slots: self.slots.len(),
+            ascii: self.ascii.len(),
+            utf8: self.utf8.len(),
+            utf8_units: self.utf8_units,
+            extras: self.extras.len(),
+        }
+    }
+
+    fn undo(&mut self, mark: Mark) {
+        self.slots.truncate(mark.slots);
+        self.ascii.truncate(mark.ascii);
+        self.utf8.truncate(mark.utf8);
+        self.utf8_units = mark.utf8_units;
+        self.extras.truncate(mark.extras);
+    }
+
     /// Tapes one document whose bytes start at `base` in the batch; pushes its shape id first.
-    fn document(&mut self, document: &[u8], base: usize, depth: usize) -> Step<()> {
+    fn document(&mut self, document: &[u8], base: usize, depth: usize) -> Result<(), Untaped> {
         let shape_slot = self.slots.len();
         self.slots.push(0.0);
         let mut signature = Vec::with_capacity(64);
@@ -112,9 +158,12 @@ impl Tape {
             let tag = *document.get(position).ok_or(NotTapeable)?;
             if tag == 0 {
                 if position + 1 != document.len() {
-                    return Err(NotTapeable);
+                    return Err(NotTapeable.into());
                 }
                 break;
+            }
+            if document.get(position + 1) == Some(&b'$') {
+                return Err(Untaped::DollarKey);
             }
             let key_end = cstring_end(document, position + 1)?;
             let key = &document[position + 1..key_end];
@@ -125,7 +174,7 @@ impl Tape {
             signature.push(stored_tag);
             position = value_end;
         }
-        let shape = self.shape_id(signature)?;
+        let shape = self.shape_id(signature, depth)?;
         self.slots[shape_slot] = shape as f64;
         Ok(())
     }
@@ -175,10 +224,18 @@ impl Tape {
             DOCUMENT => {
                 let length = document_length(bytes, start)?;
                 let document = &bytes[start..start + length];
-                if depth >= MAX_DEPTH || has_dollar_key(document)? {
+                if depth >= MAX_DEPTH {
                     return self.fallback(tag, document, start + length);
                 }
-                self.document(document, base + start, depth + 1)?;
+                let mark = self.mark();
+                match self.document(document, base + start, depth + 1) {
+                    Ok(()) => {}
+                    Err(Untaped::Batch(error)) => return Err(error),
+                    Err(Untaped::DollarKey) => {
+                        self.undo(mark);
+                        return self.fallback(tag, document, start + length);
+                    }
+                }
                 start + length
             }
             ARRAY => {
@@ -261,13 +318,27 @@ impl Tape {
         Ok((FALLBACK, end))
     }
 
-    fn shape_id(&mut self, signature: Vec<u8>) -> Step<usize> {
-        if let Some(&id) = self.shape_ids.get(&signature) {
-            return Ok(id);
+    fn shape_id(&mut self, signature: Vec<u8>, depth: usize) -> Step<usize> {
+        if let Some(Some((last, id))) = self.last_shapes.get(depth) {
+            if *last == signature {
+                return Ok(*id);
+            }
         }
+        let id = match self.shape_ids.get(&signature) {
+            Some(&id) => id,
+            None => self.new_shape(&signature)?,
+        };
+        if self.last_shapes.len() <= depth {
+            self.last_shapes.resize(depth + 1, None);
+        }
+        self.last_shapes[depth] = Some((signature, id));
+        Ok(id)
+    }
+
+    fn new_shape(&mut self, signature: &[u8]) -> Step<usize> {
         let mut keys = Vec::new();
         let mut types = Vec::new();
-        let mut rest = signature.as_slice();
+        let mut rest = signature;
         while let Some(nul) = rest.iter().position(|&byte| byte == 0) {
             // Keys are not validated by js-bson (lossy); keep the tape for exact ones only.
             keys.push(
@@ -280,7 +351,7 @@ impl Tape {
         }
         let id = self.shapes.len();
         self.shapes.push(Shape { keys, types });
-        self.shape_ids.insert(signature, id);
+        self.shape_ids.insert(signature.to_vec(), id);
         Ok(id)
     }
 }
@@ -307,36 +378,6 @@ fn cstring_end(bytes: &[u8], start: usize) -> Step<usize> {
         .and_then(|rest| rest.iter().position(|&byte| byte == 0))
         .map(|nul| start + nul)
         .ok_or(NotTapeable)
-}
-
-/// True when a top-level key starts with `$` (js-bson may turn such a document into a DBRef).
-fn has_dollar_key(document: &[u8]) -> Step<bool> {
-    let mut position = 4;
-    loop {
-        let tag = *document.get(position).ok_or(NotTapeable)?;
-        if tag == 0 {
-            return Ok(false);
-        }
-        if document.get(position + 1) == Some(&b'$') {
-            return Ok(true);
-        }
-        let value_start = cstring_end(document, position + 1)? + 1;
-        position = value_start + value_length(tag, document, value_start)?;
-    }
-}
-
-/// Length in bytes of the value of type `tag` at `start`.
-fn value_length(tag: u8, bytes: &[u8], start: usize) -> Step<usize> {
-    Ok(match tag {
-        DOUBLE | DATE | INT64 => 8,
-        INT32 => 4,
-        BOOLEAN => 1,
-        NULL => 0,
-        OBJECT_ID => 12,
-        STRING => 4 + usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| NotTapeable)?,
-        DOCUMENT | ARRAY => document_length(bytes, start)?,
-        _ => rare_value_length(tag, bytes, start)?,
-    })
 }
 
 /// Length of the values js-bson decodes from `extras`, checked against the bytes available.

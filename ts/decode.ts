@@ -93,7 +93,11 @@ class TapeReader {
   }
 
   objectId(): ObjectId {
-    return objectIdAt(this.bson, this.slots[this.position++]!)
+    return this.objectIdAt(this.slots[this.position++]!)
+  }
+
+  objectIdAt(offset: number): ObjectId {
+    return objectIdAt(this.bson, offset)
   }
 
   int64(): number | Long | bigint {
@@ -177,31 +181,35 @@ interface DecoderOptions {
   deserialize: DeserializeOptions
 }
 
-/** The JS expression that reads one field of type `tag` (`r` is the TapeReader). */
+/**
+ * The JS expression that reads one field of type `tag` inside a generated builder, where `r` is the
+ * TapeReader, `s` its slots, `A` / `U` its ASCII / UTF-8 texts and `p` the position in a local
+ * (kept out of the reader while plain values are read; written back around nested reads).
+ */
 function fieldExpression(tag: Tag, options: DecoderOptions): string {
+  const viaReader = (call: string) => `(r.position = p, v = r.${call}, p = r.position, v)`
   switch (tag) {
     case Tag.Double:
     case Tag.Int32:
-      if (!options.promoteValues) return 'r.value(' + tag + ')'
-      return 'r.slots[r.position++]'
+      return options.promoteValues ? 's[p++]' : viaReader(`value(${tag})`)
     case Tag.String:
-      return 'r.string()'
-    case Tag.Document:
-      return 'r.document()'
-    case Tag.Array:
-      return 'r.array()'
+      return '(a = s[p], b = s[p + 1], p += 2, a >= 0 ? A.slice(a, b) : U.slice(-a - 1, b))'
     case Tag.ObjectId:
-      return 'r.objectId()'
+      return 'r.objectIdAt(s[p++])'
     case Tag.Boolean:
-      return 'r.slots[r.position++] === 1'
+      return 's[p++] === 1'
     case Tag.Date:
-      return 'new Date(r.slots[r.position++])'
+      return 'new Date(s[p++])'
     case Tag.Null:
       return 'null'
+    case Tag.Document:
+      return viaReader('document()')
+    case Tag.Array:
+      return viaReader('array()')
     case Tag.Int64:
-      return 'r.int64()'
+      return viaReader('int64()')
     default:
-      return 'r.fallback()'
+      return viaReader('fallback()')
   }
 }
 
@@ -218,7 +226,14 @@ function builderFor(shape: Shape, options: DecoderOptions, variant: string): Bui
       const property = name === '__proto__' ? '["__proto__"]' : JSON.stringify(name)
       return `${property}: ${fieldExpression(shape.t[index]!, options)}`
     })
-    builder = new Function('r', `return { ${fields.join(', ')} }`) as Builder
+    const body = [
+      'const s = r.slots, A = r.ascii, U = r.utf8',
+      'let p = r.position, a, b, v',
+      `const o = { ${fields.join(', ')} }`,
+      'r.position = p',
+      'return o',
+    ]
+    builder = new Function('r', body.join('\n')) as Builder
     if (builderCache.size >= BUILDER_CACHE_LIMIT) builderCache.clear()
     builderCache.set(key, builder)
   }
