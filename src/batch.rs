@@ -16,6 +16,8 @@ use crate::{
 pub struct DocumentBatch {
     pub documents: Buffer,
     pub count: u32,
+    /// Whether the server cursor has more batches (worth asking for the next one ahead of time).
+    pub has_more: bool,
     pub slots: Option<Float64Array>,
     pub ascii: Option<Buffer>,
     pub utf8: Option<Buffer>,
@@ -23,9 +25,12 @@ pub struct DocumentBatch {
     pub shapes: Option<String>,
 }
 
-/// Encodes a server reply's batch (off the JS thread).
-pub fn encode_batch(batch: &RawBatch, tape: bool) -> Result<DocumentBatch> {
-    encode_documents(batch.doc_slices()?, tape)
+/// Encodes a server reply's batch (off the JS thread). `last` says no batch can follow it.
+pub fn encode_batch(batch: &RawBatch, tape: bool, last: bool) -> Result<DocumentBatch> {
+    let mut encoded = encode_documents(batch.doc_slices()?, tape)?;
+    let cursor_id = batch.as_raw_document().get_document("cursor")?.get_i64("id")?;
+    encoded.has_more = !last && cursor_id != 0;
+    Ok(encoded)
 }
 
 /// Encodes the batch in a BSON document `{ batch: [doc, ...] }` the way a server reply's
@@ -68,6 +73,7 @@ fn encode_documents(array: &RawArray, tape: bool) -> Result<DocumentBatch> {
     Ok(DocumentBatch {
         documents: documents.into(),
         count,
+        has_more: false,
         slots,
         ascii,
         utf8,

@@ -75,7 +75,7 @@ impl NativeCursor {
         match result {
             None => Ok(None),
             Some(Err(error)) => Err(Error::from(error).into()),
-            Some(Ok(batch)) => Ok(Some(encode_batch(&batch, self.tape)?)),
+            Some(Ok(batch)) => Ok(Some(encode_batch(&batch, self.tape, self.single_batch)?)),
         }
     }
 

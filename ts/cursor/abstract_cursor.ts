@@ -8,7 +8,7 @@ import type { Document } from 'bson'
 import type { ResolvedBSONOptions } from '../bson.js'
 import { createDecoder, type BatchDecoder } from '../decode.js'
 import { callNative, MongoCursorExhaustedError, MongoCursorInUseError } from '../errors.js'
-import type { NativeCollection, NativeCursor } from '../native.cjs'
+import type { DocumentBatch, NativeCollection, NativeCursor } from '../native.cjs'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
 export interface CursorSource {
@@ -35,6 +35,8 @@ export abstract class AbstractCursor<TSchema = Document>
   #buffer: Document[] = []
   #position = 0
   #fetching: Promise<boolean> | null = null
+  /** The next batch, requested while the current one was decoded. */
+  #prefetched: Promise<DocumentBatch | null> | null = null
   #transform: ((document: any) => any) | null = null
 
   protected constructor(source: CursorSource) {
@@ -147,6 +149,7 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#state = 'closed'
     this.#buffer = []
     this.#position = 0
+    this.#prefetched = null
     await wasOpening?.catch(() => false)
     const native = this.#native
     this.#native = null
@@ -212,7 +215,9 @@ export abstract class AbstractCursor<TSchema = Document>
     }
     while (this.#state === 'open') {
       const native = this.#native!
-      const batch = await callNative(() => native.nextBatch()).catch((error: unknown) => {
+      const request = this.#prefetched ?? requestBatch(native)
+      this.#prefetched = null
+      const batch = await request.catch((error: unknown) => {
         this.#exhaust()
         throw error
       })
@@ -221,6 +226,8 @@ export abstract class AbstractCursor<TSchema = Document>
         this.#exhaust()
         return false
       }
+      // Pipelining: the next getMore and its tape run in Rust while JS decodes this batch.
+      if (batch.hasMore) this.#prefetched = requestBatch(native)
       if (batch.count > 0) {
         this.#buffer = this.#decoder!.decodeBatch(batch)
         this.#position = 0
@@ -233,5 +240,14 @@ export abstract class AbstractCursor<TSchema = Document>
   #exhaust(): void {
     this.#state = 'exhausted'
     this.#native = null
+    this.#prefetched = null
   }
+}
+
+/** Asks the native cursor for its next batch; a failure is handled by whoever awaits it. */
+function requestBatch(native: NativeCursor): Promise<DocumentBatch | null> {
+  const request = callNative(() => native.nextBatch())
+  // A prefetch the cursor never awaits (closed first) must not become an unhandled rejection.
+  request.catch(() => undefined)
+  return request
 }
