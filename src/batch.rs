@@ -1,5 +1,7 @@
 //! How a raw server batch is handed to JavaScript: the one seam between the cursor and the decoder.
 
+use std::panic::AssertUnwindSafe;
+
 use bson::RawArray;
 use mongodb::raw_batch_cursor::RawBatch;
 use napi::bindgen_prelude::{Buffer, Float64Array};
@@ -25,8 +27,21 @@ pub struct DocumentBatch {
     pub shapes: Option<String>,
 }
 
-/// Encodes a server reply's batch (off the JS thread). `last` says no batch can follow it.
-pub fn encode_batch(batch: &RawBatch, tape: bool, last: bool) -> Result<DocumentBatch> {
+/// Encodes a server reply's batch on the rayon pool, keeping CPU work off both the JS thread and
+/// the tokio workers that serve I/O. `last` says no batch can follow it.
+pub async fn encode_batch(batch: RawBatch, tape: bool, last: bool) -> Result<DocumentBatch> {
+    let (sender, receiver) = tokio::sync::oneshot::channel();
+    rayon::spawn(move || {
+        let encoded = std::panic::catch_unwind(AssertUnwindSafe(|| encode_reply(&batch, tape, last)))
+            .unwrap_or(Err(Error::Internal("decoding a batch panicked")));
+        let _ = sender.send(encoded);
+    });
+    receiver
+        .await
+        .unwrap_or(Err(Error::Internal("the batch decoder stopped")))
+}
+
+fn encode_reply(batch: &RawBatch, tape: bool, last: bool) -> Result<DocumentBatch> {
     let mut encoded = encode_documents(batch.doc_slices()?, tape)?;
     let cursor_id = batch.as_raw_document().get_document("cursor")?.get_i64("id")?;
     encoded.has_more = !last && cursor_id != 0;

@@ -72,10 +72,12 @@ impl NativeCursor {
         if self.single_batch || !matches!(result, Some(Ok(_))) {
             *state = CursorState::Done;
         }
+        // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
+        drop(state);
         match result {
             None => Ok(None),
             Some(Err(error)) => Err(Error::from(error).into()),
-            Some(Ok(batch)) => Ok(Some(encode_batch(&batch, self.tape, self.single_batch)?)),
+            Some(Ok(batch)) => Ok(Some(encode_batch(batch, self.tape, self.single_batch).await?)),
         }
     }
 

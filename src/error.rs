@@ -24,6 +24,9 @@ pub enum Error {
     /// BSON that does not parse: from the server, or a corrupted buffer from the JS side.
     #[error("invalid BSON: {0}")]
     Bson(#[from] bson::error::Error),
+    /// A bug in rumongo, reported instead of crashing the process.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
     /// The server sent something the driver cannot read.
     #[error("invalid server response: {0}")]
     InvalidResponse(&'static str),
@@ -49,7 +52,9 @@ impl Error {
             Error::Parse(message) => json!({ "kind": "parse", "message": message }),
             Error::Closed(what) => json!({ "kind": "closed", "message": self.to_string(), "what": what }),
             Error::Bson(_) => json!({ "kind": "bson", "message": self.to_string() }),
-            Error::InvalidResponse(_) => json!({ "kind": "driver", "message": self.to_string() }),
+            Error::InvalidResponse(_) | Error::Internal(_) => {
+                json!({ "kind": "driver", "message": self.to_string() })
+            }
             Error::Driver(error) => driver_payload(error),
         }
     }
