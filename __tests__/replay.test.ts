@@ -1,0 +1,507 @@
+// The benchmark replay server (bench/replay/): both drivers connect to it unmodified and read exactly
+// the generated documents, with mongod's cursor rules.
+import { once } from 'node:events'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  BSON,
+  Long,
+  MongoClient as OfficialClient,
+  ObjectId,
+  type CommandStartedEvent,
+  type Document,
+} from 'mongodb'
+import { MongoClient } from 'rumongo'
+// @ts-expect-error: a plain ESM script without types
+import { startReplay } from '../scripts/replay.mjs'
+import { expectIdentical } from './setup/helpers.js'
+
+interface Replay {
+  uri: string
+  port: number
+  stop(): Promise<void>
+}
+
+/** Documents per generated collection: small enough to read to the end, several pools long. */
+const DOCS = 30_000
+/** Distinct documents per dataset (bench/replay/src/generate.rs): document i repeats i % POOL_SIZE. */
+const POOL_SIZE = 4200
+const MAX_BATCH_BYTES = 16 * 1024 * 1024
+
+let server: Replay
+let official: OfficialClient
+let rumongo: MongoClient
+const started: CommandStartedEvent[] = []
+
+beforeAll(async () => {
+  server = await startReplay({ docs: DOCS })
+  official = await OfficialClient.connect(server.uri, { monitorCommands: true })
+  official.on('commandStarted', (event) => started.push(event))
+  rumongo = await MongoClient.connect(server.uri)
+}, 600_000) // the first run builds the server
+
+afterAll(async () => {
+  await Promise.all([official?.close(), rumongo?.close()])
+  await server?.stop()
+})
+
+const bench = () => official.db('bench')
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i)
+const names = (prefix: string, count: number) =>
+  range(1, count).map((i) => `${prefix}${String(i).padStart(2, '0')}`)
+/** The `_id` of document `index`: 65000000, then the index as 16 hex digits. */
+const idFor = (index: number) => `65000000${index.toString(16).padStart(16, '0')}`
+const chars = (text: string) => [...text].length
+const keys = (value: unknown) => Object.keys(value as object).join(',')
+
+/** The names of the commands the official driver sent while `run` ran. */
+async function commandsDuring(run: () => Promise<unknown>): Promise<string[]> {
+  started.length = 0
+  await run()
+  return started.map((event) => event.commandName)
+}
+
+/** The problems of `docs` as the documents `first..` of a dataset, checked by `check`; [] if none. */
+function problems(
+  docs: Document[],
+  first: number,
+  check: (doc: Document, index: number) => string | undefined,
+) {
+  const found: string[] = []
+  docs.forEach((doc, i) => {
+    const head =
+      doc._id instanceof ObjectId && doc._id.toHexString() === idFor(first + i) && doc.n === first + i
+        ? undefined
+        : `_id/n ${String(doc._id)}/${doc.n}`
+    const problem = head ?? check(doc, first + i)
+    if (problem && found.length < 5) found.push(`doc ${first + i}: ${problem}`)
+  })
+  return found
+}
+
+const WIDE45_FIELDS = ['_id', 'n', ...names('s', 14), ...names('i', 15), ...names('d', 14)].join(',')
+
+function checkWide45(doc: Document, index: number): string | undefined {
+  if (keys(doc) !== WIDE45_FIELDS) return `fields ${keys(doc)}`
+  for (const field of names('s', 14)) {
+    const value = doc[field]
+    if (typeof value !== 'string' || chars(value) < 8 || chars(value) > 40) return `${field} ${value}`
+    // Every 7th document has a 2- or 3-byte UTF-8 character in s03, the rest are ASCII.
+    if (/[^\x00-\x7f]/.test(value) !== (field === 's03' && index % 7 === 0)) return `${field} ${value}`
+  }
+  for (const field of names('i', 15)) if (!Number.isInteger(doc[field])) return `${field} ${doc[field]}`
+  for (const field of names('d', 14)) {
+    if (typeof doc[field] !== 'number' || Number.isInteger(doc[field])) return `${field} ${doc[field]}`
+  }
+  return undefined
+}
+
+const TWEET_FIELDS = '_id,n,id_str,text,created_at,lang,retweet_count,favorite_count,user,entities,geo'
+
+function checkTweet(doc: Document): string | undefined {
+  if (keys(doc) !== TWEET_FIELDS) return `fields ${keys(doc)}`
+  if (typeof doc.id_str !== 'string' || !/^\d+$/.test(doc.id_str)) return `id_str ${doc.id_str}`
+  if (chars(doc.text) < 60 || chars(doc.text) > 140) return `text ${doc.text}`
+  if (!(doc.created_at instanceof Date) || typeof doc.lang !== 'string') return 'created_at/lang'
+  if (!Number.isInteger(doc.retweet_count) || !Number.isInteger(doc.favorite_count)) return 'counts'
+  const { user, entities } = doc
+  if (keys(user) !== 'id,name,screen_name,followers_count,verified,location') return `user ${keys(user)}`
+  // Above 2^53, so the official driver returns a Long.
+  if (!(user.id instanceof Long) || user.id.lessThan(Long.fromNumber(2 ** 53))) return `user.id ${user.id}`
+  if (typeof user.name !== 'string' || typeof user.screen_name !== 'string') return 'user names'
+  if (!Number.isInteger(user.followers_count) || typeof user.verified !== 'boolean') return 'user numbers'
+  if (user.location !== null && typeof user.location !== 'string') return `user.location ${user.location}`
+  if (keys(entities) !== 'hashtags,urls,user_mentions') return `entities ${keys(entities)}`
+  const { hashtags, urls, user_mentions: mentions } = entities
+  if (hashtags.length > 3 || urls.length > 2 || mentions.length > 2) return 'entity counts'
+  for (const tag of hashtags) {
+    if (keys(tag) !== 'text,indices' || tag.indices.length !== 2) return `hashtag ${keys(tag)}`
+    if (!tag.indices.every(Number.isInteger)) return `hashtag indices ${tag.indices}`
+  }
+  for (const url of urls) if (keys(url) !== 'url,expanded_url') return `url ${keys(url)}`
+  for (const mention of mentions) {
+    // An Int64 below 2^53: the official driver returns a number.
+    if (keys(mention) !== 'screen_name,id' || !Number.isInteger(mention.id)) return `mention ${keys(mention)}`
+  }
+  return doc.geo === null ? undefined : `geo ${doc.geo}`
+}
+
+function checkOrder(doc: Document, index: number): string | undefined {
+  if (keys(doc) !== '_id,n,status,region,total,at,customer') return `fields ${keys(doc)}`
+  if (doc.status !== ['paid', 'pending', 'refunded'][index % 3]) return `status ${doc.status}`
+  if (doc.region !== ['eu', 'us', 'apac', 'latam'][index % 4]) return `region ${doc.region}`
+  if (typeof doc.total !== 'number' || Number.isInteger(doc.total)) return `total ${doc.total}`
+  if (!(doc.at instanceof Date)) return `at ${doc.at}`
+  const { customer } = doc
+  if (keys(customer) !== 'name,tier' || typeof customer.name !== 'string') return `customer ${keys(customer)}`
+  return [1, 2, 3, 4].includes(customer.tier) ? undefined : `tier ${customer.tier}`
+}
+
+const CHECKS = { wide45: checkWide45, tweets: checkTweet, orders: checkOrder }
+const DATASETS = Object.keys(CHECKS) as (keyof typeof CHECKS)[]
+
+/** `doc` without the two per-index fields, to compare documents one pool apart. */
+const pooled = (doc: Document) => ({ ...doc, _id: null, n: null })
+
+describe('generated datasets through the official driver', () => {
+  for (const name of DATASETS) {
+    it(`${name}: 1000 documents as specified`, async () => {
+      const docs = await bench().collection(name).find({}, { limit: 1000 }).toArray()
+      expect(docs).toHaveLength(1000)
+      expect(problems(docs, 0, CHECKS[name])).toEqual([])
+    })
+  }
+
+  it('wide45: 25,000 documents over 24 getMores, deterministic, repeating every pool', async () => {
+    const read = () => bench().collection('wide45').find({}, { limit: 25_000, batchSize: 1000 }).toArray()
+    let docs: Document[] = []
+    const commands = await commandsDuring(async () => (docs = await read()))
+    expect(commands).toEqual(['find', ...Array(24).fill('getMore')])
+    expect(docs).toHaveLength(25_000)
+    expect(problems(docs, 0, checkWide45)).toEqual([])
+    expectIdentical(await read(), docs)
+    for (const i of [0, 1, 7, 4199, 12_345]) expectIdentical(pooled(docs[i + POOL_SIZE]!), pooled(docs[i]!))
+    expect(docs[1]!.s01).not.toBe(docs[0]!.s01)
+  })
+
+  it('tweets and orders: 25,000 documents each, as specified', async () => {
+    for (const name of ['tweets', 'orders'] as const) {
+      const docs = await bench().collection(name).find({}, { limit: 25_000, batchSize: 1000 }).toArray()
+      expect(docs).toHaveLength(25_000)
+      expect(problems(docs, 0, CHECKS[name])).toEqual([])
+    }
+  })
+
+  it('the whole collection, ending with cursor id 0', async () => {
+    const docs = await bench().collection('orders').find().toArray()
+    expect(docs).toHaveLength(DOCS)
+    expect(problems(docs, 0, checkOrder)).toEqual([])
+  })
+})
+
+describe('parity of rumongo with the official driver', () => {
+  for (const name of DATASETS) {
+    it(`${name}: the same documents`, async () => {
+      const expected = await bench().collection(name).find({}, { limit: 1000 }).toArray()
+      const actual = await rumongo.db('bench').collection(name).find({}, { limit: 1000 })
+      expectIdentical(actual, expected)
+    })
+  }
+
+  it('the same documents across getMores and with a projection', async () => {
+    const options = { skip: 3000, limit: 6000, batchSize: 1000 }
+    const expected = await bench().collection('tweets').find({}, options).toArray()
+    expectIdentical(await rumongo.db('bench').collection('tweets').find({}, options), expected)
+    expect(expected[0]!.n).toBe(3000)
+    const projected = { ...options, projection: { user: 1, n: 1, _id: 0 } }
+    expectIdentical(
+      await rumongo.db('bench').collection('tweets').find({}, projected),
+      await bench().collection('tweets').find({}, projected).toArray(),
+    )
+  })
+
+  it('the same counts', async () => {
+    expect(await rumongo.db('bench').collection('wide45').estimatedDocumentCount()).toBe(DOCS)
+    expect(await bench().collection('wide45').estimatedDocumentCount()).toBe(DOCS)
+  })
+})
+
+describe('cursor options', () => {
+  const wide45 = () => bench().collection('wide45')
+  const ns = (docs: Document[]) => docs.map((doc) => doc.n)
+
+  it('limit and skip', async () => {
+    expect(ns(await wide45().find({}, { limit: 5 }).toArray())).toEqual([0, 1, 2, 3, 4])
+    expect(ns(await wide45().find({}, { skip: 100, limit: 3 }).toArray())).toEqual([100, 101, 102])
+    expect(
+      ns(
+        await wide45()
+          .find({}, { skip: DOCS - 3 })
+          .toArray(),
+      ),
+    ).toEqual([DOCS - 3, DOCS - 2, DOCS - 1])
+    expect(
+      await wide45()
+        .find({}, { skip: DOCS + 5 })
+        .toArray(),
+    ).toEqual([])
+    expect(
+      ns(
+        await wide45()
+          .find({}, { sort: { _id: 1 }, limit: 2 })
+          .toArray(),
+      ),
+    ).toEqual([0, 1])
+  })
+
+  it('a negative limit or singleBatch: one batch, cursor closed', async () => {
+    let docs: Document[] = []
+    expect(
+      await commandsDuring(async () => (docs = await wide45().find({}, { limit: -50 }).toArray())),
+    ).toEqual(['find'])
+    expect(ns(docs)).toEqual(range(0, 49))
+    // One batch is at most the default 101 documents, as mongod does.
+    const reply = await bench().command({ find: 'orders', limit: 150, singleBatch: true })
+    expect(reply.cursor.firstBatch).toHaveLength(101)
+    expect(reply.cursor.id).toBe(0)
+    expect(reply.cursor.ns).toBe('bench.orders')
+  })
+
+  it('batchSize: default 101, 0 for an empty first batch, on getMore too', async () => {
+    const first = await bench().command({ find: 'orders' })
+    expect(first.cursor.firstBatch).toHaveLength(101)
+    expect(first.cursor.id).not.toBe(0)
+    const empty = await bench().command({ find: 'orders', batchSize: 0, skip: 10 })
+    expect(empty.cursor.firstBatch).toEqual([])
+    const id = Long.fromValue(empty.cursor.id)
+    expect(id.isZero()).toBe(false)
+    const next = await bench().command({ getMore: id, collection: 'orders', batchSize: 7 })
+    expect(ns(next.cursor.nextBatch)).toEqual(range(10, 16))
+    expect(Long.fromValue(next.cursor.id).equals(id)).toBe(true)
+    const killed = await bench().command({
+      killCursors: 'orders',
+      cursors: [id, Long.fromValue(first.cursor.id), Long.fromNumber(987_654_321)],
+    })
+    expect(killed.cursorsKilled.map(Number)).toEqual([id.toNumber(), Number(first.cursor.id)])
+    expect(killed.cursorsNotFound.map(Number)).toEqual([987_654_321])
+  })
+
+  it('a getMore without batchSize fills 16 MiB of documents, then the next one goes on', async () => {
+    const first = await bench().command({ find: 'wide45', batchSize: 1 })
+    const id = Long.fromValue(first.cursor.id)
+    const batch: Document[] = (await bench().command({ getMore: id, collection: 'wide45' })).cursor.nextBatch
+    const sizes = batch.map((doc) => BSON.calculateObjectSize(doc))
+    const bytes = sizes.reduce((sum, size) => sum + size, 0)
+    expect(batch.length).toBeLessThan(DOCS - 1)
+    expect(bytes).toBeLessThanOrEqual(MAX_BATCH_BYTES)
+    // Full: the batch spans every pooled document, so the next one is no larger than the largest.
+    expect(bytes + Math.max(...sizes)).toBeGreaterThan(MAX_BATCH_BYTES)
+    expect(ns(batch)).toEqual(range(1, batch.length))
+    const rest = await bench().command({ getMore: id, collection: 'wide45' })
+    expect(rest.cursor.nextBatch[0].n).toBe(batch.length + 1)
+    expect(rest.cursor.nextBatch.at(-1).n).toBe(DOCS - 1)
+    expect(rest.cursor.id).toBe(0)
+  })
+
+  it('projection: included top-level fields, in document order, and _id: 0', async () => {
+    const [full] = await wide45().find({}, { skip: 9000, limit: 1 }).toArray()
+    const [some] = await wide45()
+      .find({}, { skip: 9000, limit: 1, projection: { i01: 1, s01: 1 } })
+      .toArray()
+    expect(some).toEqual({ _id: full!._id, s01: full!.s01, i01: full!.i01 })
+    expect(keys(some)).toBe('_id,s01,i01')
+    const [noId] = await wide45()
+      .find({}, { skip: 9000, limit: 1, projection: { n: 1, d14: 1, _id: 0 } })
+      .toArray()
+    expect(noId).toEqual({ n: 9000, d14: full!.d14 })
+    const [allButId] = await wide45()
+      .find({}, { skip: 9000, limit: 1, projection: { _id: 0 } })
+      .toArray()
+    expect(allButId).toEqual({ ...full, _id: undefined })
+    expect(keys(allButId)).toBe(WIDE45_FIELDS.replace('_id,', ''))
+    const docs = await wide45()
+      .find({}, { limit: 9000, projection: { n: 1 } })
+      .toArray()
+    expect(problems(docs, 0, (doc) => (keys(doc) === '_id,n' ? undefined : keys(doc)))).toEqual([])
+  })
+
+  it('aggregate: $match {}, $skip, $limit, $project', async () => {
+    const pipeline = [{ $match: {} }, { $skip: 10 }, { $limit: 5 }, { $project: { n: 1, _id: 0 } }]
+    expect(await bench().collection('orders').aggregate(pipeline).toArray()).toEqual(
+      range(10, 14).map((n) => ({ n })),
+    )
+    const limitThenSkip = [{ $limit: 3 }, { $skip: 1 }]
+    expect(ns(await bench().collection('orders').aggregate(limitThenSkip).toArray())).toEqual([1, 2])
+    const all = await bench().collection('orders').aggregate([], { batchSize: 5000 }).toArray()
+    expect(all).toHaveLength(DOCS)
+    expect(problems(all, 0, checkOrder)).toEqual([])
+  })
+
+  it('listCollections and estimatedDocumentCount', async () => {
+    const collections = await bench().listCollections().toArray()
+    expect(collections.map((collection) => collection.name)).toEqual(['orders', 'tweets', 'wide45'])
+    expect(collections[0]).toMatchObject({ type: 'collection', idIndex: { key: { _id: 1 }, name: '_id_' } })
+    expect(await bench().listCollections({ name: 'tweets' }, { nameOnly: true }).toArray()).toEqual([
+      { name: 'tweets', type: 'collection' },
+    ])
+    for (const name of DATASETS) expect(await bench().collection(name).estimatedDocumentCount()).toBe(DOCS)
+    expect(await bench().collection('missing').estimatedDocumentCount()).toBe(0)
+    expect(await bench().collection('missing').find().toArray()).toEqual([])
+    expect(await official.db('other').listCollections().toArray()).toEqual([])
+  })
+
+  it('killCursors: a cursor closed early is gone', async () => {
+    const cursor = wide45().find({}, { batchSize: 10 })
+    expect((await cursor.next())!.n).toBe(0)
+    const id = cursor.id!
+    expect(id.isZero()).toBe(false)
+    expect(await commandsDuring(() => cursor.close())).toEqual(['killCursors'])
+    await expect(bench().command({ getMore: id, collection: 'wide45' })).rejects.toMatchObject({
+      code: 43,
+      codeName: 'CursorNotFound',
+    })
+  })
+})
+
+describe('errors', () => {
+  it('an unknown command: CommandNotFound (59)', async () => {
+    await expect(bench().command({ frobnicate: 1 })).rejects.toMatchObject({
+      code: 59,
+      codeName: 'CommandNotFound',
+    })
+  })
+
+  it('what the server cannot answer exactly: BadValue (2)', async () => {
+    const badValue = { code: 2, codeName: 'BadValue' }
+    const wide45 = bench().collection('wide45')
+    await expect(wide45.find({ n: 5 }).toArray()).rejects.toMatchObject(badValue)
+    await expect(wide45.find({}, { sort: { n: -1 } }).toArray()).rejects.toMatchObject(badValue)
+    await expect(wide45.find({}, { projection: { s01: 0 } }).toArray()).rejects.toMatchObject(badValue)
+    await expect(wide45.find({}, { projection: { 'user.id': 1 } }).toArray()).rejects.toMatchObject(badValue)
+    await expect(wide45.find({}, { projection: { n: { $add: [1, 2] } } }).toArray()).rejects.toMatchObject(
+      badValue,
+    )
+    await expect(wide45.aggregate([{ $sort: { n: 1 } }]).toArray()).rejects.toMatchObject(badValue)
+    await expect(wide45.countDocuments()).rejects.toMatchObject(badValue)
+    await expect(rumongo.db('bench').collection('wide45').find({ n: 5 }).toArray()).rejects.toMatchObject(
+      badValue,
+    )
+  })
+})
+
+describe('wire protocol details the drivers do not exercise on reads', () => {
+  const OP_REPLY = 1
+  const OP_QUERY = 2004
+  const OP_MSG = 2013
+
+  interface Reply {
+    responseTo: number
+    opCode: number
+    body: Document
+  }
+
+  /** A bare connection: writes messages, reads replies in order. */
+  async function bareConnection() {
+    const socket = connect(server.port, '127.0.0.1')
+    await once(socket, 'connect')
+    let buffered = Buffer.alloc(0)
+    const waiting: ((reply: Reply) => void)[] = []
+    socket.on('data', (chunk: Buffer) => {
+      buffered = Buffer.concat([buffered, chunk])
+      while (buffered.length >= 4 && buffered.length >= buffered.readInt32LE(0)) {
+        const message = buffered.subarray(0, buffered.readInt32LE(0))
+        buffered = buffered.subarray(message.length)
+        const opCode = message.readInt32LE(12)
+        // OP_MSG: flagBits and a kind 0 section precede the body; OP_REPLY: 20 bytes of fields.
+        const body = BSON.deserialize(message.subarray(opCode === OP_MSG ? 21 : 36))
+        waiting.shift()!({ responseTo: message.readInt32LE(8), opCode, body })
+      }
+    })
+    return {
+      write(requestId: number, opCode: number, ...parts: Buffer[]) {
+        const header = Buffer.alloc(16)
+        header.writeInt32LE(16 + parts.reduce((sum, part) => sum + part.length, 0), 0)
+        header.writeInt32LE(requestId, 4)
+        header.writeInt32LE(opCode, 12)
+        socket.write(Buffer.concat([header, ...parts]))
+      },
+      reply: () => new Promise<Reply>((resolve) => waiting.push(resolve)),
+      close: () => socket.destroy(),
+    }
+  }
+
+  const int32 = (value: number) => Buffer.from(new Int32Array([value]).buffer)
+  const body = (document: Document) => Buffer.concat([Buffer.from([0]), BSON.serialize(document)])
+  const sequence = (name: string, documents: Document[]) => {
+    const content = Buffer.concat([Buffer.from(`${name}\0`), ...documents.map((doc) => BSON.serialize(doc))])
+    return Buffer.concat([Buffer.from([1]), int32(4 + content.length), content])
+  }
+
+  it('OP_MSG with a checksum, a document sequence, and moreToCome', async () => {
+    const connection = await bareConnection()
+    try {
+      const checksummed = connection.reply()
+      connection.write(1, OP_MSG, int32(1), body({ ping: 1, $db: 'admin' }), int32(0))
+      expect(await checksummed).toMatchObject({ responseTo: 1, opCode: OP_MSG, body: { ok: 1 } })
+      // A sequence reaches the command as an array field, which find refuses.
+      const folded = connection.reply()
+      connection.write(
+        2,
+        OP_MSG,
+        int32(0),
+        body({ find: 'orders', $db: 'bench' }),
+        sequence('documents', [{}]),
+      )
+      expect((await folded).body).toMatchObject({
+        ok: 0,
+        code: 2,
+        errmsg: "find: unsupported option 'documents'",
+      })
+      // moreToCome: no reply to request 3, so the next reply answers request 4.
+      const next = connection.reply()
+      connection.write(3, OP_MSG, int32(2), body({ ping: 1, $db: 'admin' }))
+      connection.write(4, OP_MSG, int32(0), body({ ping: 1, $db: 'admin' }))
+      expect((await next).responseTo).toBe(4)
+    } finally {
+      connection.close()
+    }
+  })
+
+  it('OP_QUERY: the legacy handshake only, answered with OP_REPLY', async () => {
+    const connection = await bareConnection()
+    const query = (namespace: string, document: Document) =>
+      Buffer.concat([int32(0), Buffer.from(`${namespace}\0`), int32(0), int32(-1), BSON.serialize(document)])
+    try {
+      const handshake = connection.reply()
+      connection.write(7, OP_QUERY, query('admin.$cmd', { isMaster: 1, helloOk: true }))
+      expect(await handshake).toMatchObject({
+        responseTo: 7,
+        opCode: OP_REPLY,
+        body: { ismaster: true, helloOk: true, maxWireVersion: 21, ok: 1 },
+      })
+      const refused = connection.reply()
+      connection.write(8, OP_QUERY, query('bench.$cmd', { find: 'orders' }))
+      expect((await refused).body).toMatchObject({ ok: 0, code: 352 })
+    } finally {
+      connection.close()
+    }
+  })
+})
+
+describe('--load', () => {
+  it('serves the bytes of a file of BSON documents as they are', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rumongo-replay-'))
+    const documents = [
+      BSON.serialize({ _id: 1, text: 'first', nested: { list: [1, 2.5, 'three'] } }),
+      BSON.serialize({
+        _id: new ObjectId('0123456789abcdef01234567'),
+        when: new Date(0),
+        big: Long.MAX_VALUE,
+      }),
+    ]
+    const path = join(dir, 'raw.bson')
+    writeFileSync(path, Buffer.concat(documents))
+    const loaded: Replay = await startReplay({ docs: 10, load: { raw: path } })
+    const client = await OfficialClient.connect(loaded.uri)
+    try {
+      const collection = client.db('bench').collection('raw')
+      expect(await collection.find().toArray()).toEqual(documents.map((bytes) => BSON.deserialize(bytes)))
+      const raw = await collection.find({}, { raw: true, batchSize: 1 }).toArray()
+      expect(raw.map((bytes) => Buffer.from(bytes as unknown as Uint8Array))).toEqual(
+        documents.map(Buffer.from),
+      )
+      expect(await collection.estimatedDocumentCount()).toBe(2)
+      expect(await client.db('bench').collection('wide45').estimatedDocumentCount()).toBe(10)
+      await expect(collection.find({}, { projection: { text: 1 } }).toArray()).rejects.toMatchObject({
+        code: 2,
+      })
+    } finally {
+      await client.close()
+      await loaded.stop()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})

@@ -1,0 +1,595 @@
+//! The commands: the handshake, and cursors over the collections of database `bench`, with
+//! mongod's batching rules. Anything this server cannot answer exactly is refused (BadValue),
+//! never answered approximately.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bson::raw::cstr;
+use bson::{rawdoc, DateTime, RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
+
+use crate::datasets::{Collection, Pool, Projection};
+use crate::wire::{
+    begin_document, begin_element, end_document, ELEMENT_ARRAY, ELEMENT_DOCUMENT, ELEMENT_DOUBLE,
+    ELEMENT_INT64, ELEMENT_STRING, MAX_MESSAGE_BYTES,
+};
+
+/// The database that holds the collections.
+const DATABASE: &str = "bench";
+/// mongod's default first batch, in documents.
+const DEFAULT_FIRST_BATCH: u64 = 101;
+
+/// Command fields that change nothing in this server's answers.
+const IGNORED_FIELDS: [&str; 13] = [
+    "$db",
+    "lsid",
+    "$clusterTime",
+    "$readPreference",
+    "maxTimeMS",
+    "comment",
+    "readConcern",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "noCursorTimeout",
+    "allowPartialResults",
+    "allowDiskUse",
+];
+
+/// A command's failure, written as `{ ok: 0, errmsg, code, codeName }`.
+struct CommandError {
+    code: i32,
+    code_name: &'static str,
+    message: String,
+}
+
+fn bad_value(message: impl Into<String>) -> CommandError {
+    CommandError {
+        code: 2,
+        code_name: "BadValue",
+        message: message.into(),
+    }
+}
+
+/// What a find or aggregate reads: documents `skip..skip + limit` of a collection.
+struct Read<'a> {
+    collection: &'a str,
+    skip: u64,
+    /// `None`: to the end.
+    limit: Option<u64>,
+    projection: Option<Projection>,
+    first_batch: u64,
+    /// Close the cursor after the first batch.
+    single_batch: bool,
+}
+
+impl Read<'_> {
+    fn new() -> Self {
+        Read {
+            collection: "",
+            skip: 0,
+            limit: None,
+            projection: None,
+            first_batch: DEFAULT_FIRST_BATCH,
+            single_batch: false,
+        }
+    }
+}
+
+/// An open cursor: documents `next..end` of `pool` are still to be returned.
+struct Cursor {
+    ns: String,
+    pool: Arc<Pool>,
+    next: u64,
+    end: u64,
+}
+
+/// The shared state: collections (read-only) and open cursors, which like mongod's belong to no
+/// connection.
+pub struct Server {
+    collections: HashMap<String, Collection>,
+    cursors: Mutex<HashMap<i64, Cursor>>,
+    next_cursor_id: AtomicI64,
+    next_connection_id: AtomicI32,
+}
+
+/// Runs the command of an OP_MSG, writing the reply body (or the error) to `out`.
+pub fn run(server: &Server, connection_id: i32, body: &RawDocument, out: &mut Vec<u8>) {
+    let start = out.len();
+    if let Err(error) = server.dispatch(connection_id, body, out) {
+        out.truncate(start);
+        write_error(out, error);
+    }
+}
+
+/// Runs the command of a legacy OP_QUERY: only the handshake, as mongod 6+ does.
+pub fn run_legacy(connection_id: i32, namespace: &str, body: &RawDocument, out: &mut Vec<u8>) {
+    match command_name(body) {
+        Ok(name @ ("hello" | "isMaster" | "ismaster")) if namespace.ends_with(".$cmd") => {
+            hello(connection_id, name, out)
+        }
+        name => write_error(
+            out,
+            CommandError {
+                code: 352,
+                code_name: "UnsupportedOpQueryCommand",
+                message: format!(
+                    "Unsupported OP_QUERY command: {}. The client driver may require an upgrade.",
+                    name.unwrap_or_default()
+                ),
+            },
+        ),
+    }
+}
+
+fn write_error(out: &mut Vec<u8>, error: CommandError) {
+    let reply =
+        rawdoc! { "ok": 0.0, "errmsg": error.message, "code": error.code, "codeName": error.code_name };
+    out.extend_from_slice(reply.as_bytes());
+}
+
+fn write(out: &mut Vec<u8>, reply: RawDocumentBuf) -> Result<(), CommandError> {
+    out.extend_from_slice(reply.as_bytes());
+    Ok(())
+}
+
+/// The command name: the body's first key.
+fn command_name(body: &RawDocument) -> Result<&str, CommandError> {
+    match body.iter().next() {
+        Some(Ok((name, _))) => Ok(name.as_str()),
+        _ => Err(bad_value("empty command")),
+    }
+}
+
+fn hello(connection_id: i32, name: &str, out: &mut Vec<u8>) {
+    // isMaster answers with the legacy field name, hello with the current one.
+    let primary = if name == "hello" {
+        cstr!("isWritablePrimary")
+    } else {
+        cstr!("ismaster")
+    };
+    let reply = rawdoc! {
+        primary: true,
+        "helloOk": true,
+        "maxBsonObjectSize": 16 * 1024 * 1024,
+        "maxMessageSizeBytes": MAX_MESSAGE_BYTES as i32,
+        "maxWriteBatchSize": 100_000,
+        "localTime": DateTime::now(),
+        "logicalSessionTimeoutMinutes": 30,
+        "connectionId": connection_id,
+        "minWireVersion": 0,
+        "maxWireVersion": 21,
+        "readOnly": false,
+        "ok": 1.0,
+    };
+    out.extend_from_slice(reply.as_bytes());
+}
+
+/// A whole number argument: int32, int64 or an integral double, as mongod accepts.
+fn integer(key: &str, value: RawBsonRef) -> Result<i64, CommandError> {
+    match value {
+        RawBsonRef::Int32(number) => Ok(number.into()),
+        RawBsonRef::Int64(number) => Ok(number),
+        RawBsonRef::Double(number) if number.fract() == 0.0 && number.abs() < 9e18 => Ok(number as i64),
+        _ => Err(bad_value(format!("'{key}' must be a whole number"))),
+    }
+}
+
+fn non_negative(key: &str, value: RawBsonRef) -> Result<u64, CommandError> {
+    u64::try_from(integer(key, value)?).map_err(|_| bad_value(format!("'{key}' must not be negative")))
+}
+
+fn document<'a>(key: &str, value: RawBsonRef<'a>) -> Result<&'a RawDocument, CommandError> {
+    value
+        .as_document()
+        .ok_or_else(|| bad_value(format!("'{key}' must be a document")))
+}
+
+fn string<'a>(key: &str, value: RawBsonRef<'a>) -> Result<&'a str, CommandError> {
+    value
+        .as_str()
+        .ok_or_else(|| bad_value(format!("'{key}' must be a string")))
+}
+
+/// Only the empty filter is supported: every document matches.
+fn empty_filter(key: &str, value: RawBsonRef) -> Result<(), CommandError> {
+    if document(key, value)?.is_empty() {
+        Ok(())
+    } else {
+        Err(bad_value(format!(
+            "unsupported {key}: only an empty filter {{}} is supported"
+        )))
+    }
+}
+
+fn is_one(value: RawBsonRef) -> bool {
+    matches!(value, RawBsonRef::Int32(1) | RawBsonRef::Int64(1)) || value.as_f64() == Some(1.0)
+}
+
+/// Natural order is `_id` order, so `{}` and `{ _id: 1 }` are the sorts that need no work.
+fn natural_sort(value: RawBsonRef) -> Result<(), CommandError> {
+    let mut keys = document("sort", value)?.iter();
+    match (keys.next(), keys.next()) {
+        (None, _) => Ok(()),
+        (Some(Ok((key, direction))), None) if key.as_str() == "_id" && is_one(direction) => Ok(()),
+        _ => Err(bad_value(
+            "unsupported sort: only {} and { _id: 1 } are supported",
+        )),
+    }
+}
+
+/// The only index is `_id`'s.
+fn id_hint(value: RawBsonRef) -> Result<(), CommandError> {
+    let id_index = match value {
+        RawBsonRef::String(name) => name == "_id_",
+        RawBsonRef::Document(key) => key.as_bytes() == rawdoc! { "_id": 1 }.as_bytes(),
+        _ => false,
+    };
+    if id_index {
+        Ok(())
+    } else {
+        Err(bad_value(
+            "hint provided does not correspond to an existing index",
+        ))
+    }
+}
+
+/// A field `command` does not know is refused, unless it changes nothing in the answer.
+fn unsupported(command: &str, key: &str) -> Result<(), CommandError> {
+    if IGNORED_FIELDS.contains(&key) {
+        Ok(())
+    } else {
+        Err(bad_value(format!("{command}: unsupported option '{key}'")))
+    }
+}
+
+impl Server {
+    pub fn new(collections: HashMap<String, Collection>) -> Server {
+        Server {
+            collections,
+            cursors: Mutex::new(HashMap::new()),
+            next_cursor_id: AtomicI64::new(1),
+            next_connection_id: AtomicI32::new(1),
+        }
+    }
+
+    pub fn next_connection_id(&self) -> i32 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn dispatch(
+        &self,
+        connection_id: i32,
+        body: &RawDocument,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CommandError> {
+        let name = command_name(body)?;
+        let db = body.get_str("$db").map_err(|_| bad_value("missing $db"))?;
+        match name {
+            "hello" | "isMaster" | "ismaster" => {
+                hello(connection_id, name, out);
+                Ok(())
+            }
+            "buildInfo" | "buildinfo" => write(
+                out,
+                rawdoc! { "version": "7.0.0", "versionArray": [7, 0, 0, 0], "bits": 64, "ok": 1.0 },
+            ),
+            "ping" | "endSessions" => write(out, rawdoc! { "ok": 1.0 }),
+            "find" => self.find(db, body, out),
+            "getMore" => self.get_more(db, body, out),
+            "killCursors" => self.kill_cursors(body, out),
+            "aggregate" => self.aggregate(db, body, out),
+            "count" => self.count(db, body, out),
+            "listCollections" => self.list_collections(db, body, out),
+            _ => Err(CommandError {
+                code: 59,
+                code_name: "CommandNotFound",
+                message: format!("no such command: '{name}'"),
+            }),
+        }
+    }
+
+    fn collection(&self, db: &str, name: &str) -> Option<&Collection> {
+        if db == DATABASE {
+            self.collections.get(name)
+        } else {
+            None
+        }
+    }
+
+    /// Opens a cursor for `read` and writes its first batch; a missing collection is an empty one,
+    /// as in mongod.
+    fn open_cursor(&self, db: &str, read: Read, out: &mut Vec<u8>) -> Result<(), CommandError> {
+        let (pool, count) = match self.collection(db, read.collection) {
+            Some(collection) => (
+                collection.pool(read.projection.as_ref()).map_err(bad_value)?,
+                collection.count,
+            ),
+            None => (Arc::new(Pool::empty()), 0),
+        };
+        let next = read.skip.min(count);
+        let end = read
+            .limit
+            .map_or(count, |limit| count.min(next.saturating_add(limit)));
+        let cursor = Cursor {
+            ns: format!("{db}.{}", read.collection),
+            pool,
+            next,
+            end,
+        };
+        self.write_batch(
+            out,
+            "firstBatch",
+            cursor,
+            read.first_batch,
+            !read.single_batch,
+            None,
+        );
+        Ok(())
+    }
+
+    /// Writes `{ cursor: { <batch_key>: [...], id, ns }, ok: 1 }` with the cursor's next batch.
+    /// A cursor with documents left is kept (under `id`, or a new id) when `keep`; the reply's id is
+    /// 0 otherwise.
+    fn write_batch(
+        &self,
+        out: &mut Vec<u8>,
+        batch_key: &str,
+        mut cursor: Cursor,
+        max_docs: u64,
+        keep: bool,
+        id: Option<i64>,
+    ) {
+        let reply = begin_document(out);
+        begin_element(out, ELEMENT_DOCUMENT, "cursor");
+        let body = begin_document(out);
+        begin_element(out, ELEMENT_ARRAY, batch_key);
+        let batch = begin_document(out);
+        cursor.next = cursor.pool.write_batch(out, cursor.next, cursor.end, max_docs);
+        end_document(out, batch);
+        let id = if keep && cursor.next < cursor.end {
+            id.unwrap_or_else(|| self.next_cursor_id.fetch_add(1, Ordering::Relaxed))
+        } else {
+            0
+        };
+        begin_element(out, ELEMENT_INT64, "id");
+        out.extend_from_slice(&id.to_le_bytes());
+        begin_element(out, ELEMENT_STRING, "ns");
+        out.extend_from_slice(&(cursor.ns.len() as i32 + 1).to_le_bytes());
+        out.extend_from_slice(cursor.ns.as_bytes());
+        out.push(0);
+        end_document(out, body);
+        begin_element(out, ELEMENT_DOUBLE, "ok");
+        out.extend_from_slice(&1.0f64.to_le_bytes());
+        end_document(out, reply);
+        if id != 0 {
+            self.cursors.lock().unwrap().insert(id, cursor);
+        }
+    }
+
+    fn find(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
+        let mut read = Read::new();
+        for element in body {
+            let (key, value) = element.map_err(|error| bad_value(error.to_string()))?;
+            let key = key.as_str();
+            match key {
+                "find" => read.collection = string(key, value)?,
+                "filter" => empty_filter(key, value)?,
+                "sort" => natural_sort(value)?,
+                "hint" => id_hint(value)?,
+                "projection" => {
+                    read.projection = Projection::parse(document(key, value)?).map_err(bad_value)?
+                }
+                "skip" => read.skip = non_negative(key, value)?,
+                "limit" => {
+                    // A negative limit means one batch of at most that many (the legacy form).
+                    let number = integer(key, value)?;
+                    read.single_batch |= number < 0;
+                    read.limit = Some(number.unsigned_abs()).filter(|&limit| limit > 0);
+                }
+                "batchSize" => read.first_batch = non_negative(key, value)?,
+                "singleBatch" => read.single_batch |= value.as_bool() == Some(true),
+                "tailable" | "awaitData" if value.as_bool() == Some(true) => {
+                    return Err(bad_value("tailable cursors need a capped collection"))
+                }
+                "tailable" | "awaitData" => {}
+                _ => unsupported("find", key)?,
+            }
+        }
+        self.open_cursor(db, read, out)
+    }
+
+    fn get_more(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
+        let Ok(id) = body.get_i64("getMore") else {
+            return Err(bad_value("getMore: the cursor id must be a long"));
+        };
+        let collection = body
+            .get_str("collection")
+            .map_err(|_| bad_value("getMore: 'collection' must be a string"))?;
+        // No batchSize (or 0): as many documents as the byte cap allows.
+        let max_docs = match body.get("batchSize").ok().flatten() {
+            Some(value) => Some(non_negative("batchSize", value)?)
+                .filter(|&size| size > 0)
+                .unwrap_or(u64::MAX),
+            None => u64::MAX,
+        };
+        // Taken out of the table while its batch is written: a concurrent getMore on the same id
+        // sees CursorNotFound (mongod says CursorInUse).
+        let Some(cursor) = self.cursors.lock().unwrap().remove(&id) else {
+            return Err(CommandError {
+                code: 43,
+                code_name: "CursorNotFound",
+                message: format!("cursor id {id} not found"),
+            });
+        };
+        let ns = format!("{db}.{collection}");
+        if cursor.ns != ns {
+            let message = format!(
+                "Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {}",
+                cursor.ns
+            );
+            self.cursors.lock().unwrap().insert(id, cursor);
+            return Err(CommandError {
+                code: 13,
+                code_name: "Unauthorized",
+                message,
+            });
+        }
+        self.write_batch(out, "nextBatch", cursor, max_docs, true, Some(id));
+        Ok(())
+    }
+
+    fn kill_cursors(&self, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
+        let ids = body
+            .get_array("cursors")
+            .map_err(|_| bad_value("killCursors: 'cursors' must be an array"))?;
+        let (mut killed, mut not_found) = (RawArrayBuf::new(), RawArrayBuf::new());
+        let mut cursors = self.cursors.lock().unwrap();
+        for id in ids {
+            let Some(id) = id.ok().and_then(RawBsonRef::as_i64) else {
+                return Err(bad_value("killCursors: cursor ids must be longs"));
+            };
+            match cursors.remove(&id) {
+                Some(_) => killed.push(id),
+                None => not_found.push(id),
+            }
+        }
+        write(
+            out,
+            rawdoc! {
+                "cursorsKilled": killed,
+                "cursorsNotFound": not_found,
+                "cursorsAlive": [],
+                "cursorsUnknown": [],
+                "ok": 1.0,
+            },
+        )
+    }
+
+    fn aggregate(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
+        let mut read = Read::new();
+        for element in body {
+            let (key, value) = element.map_err(|error| bad_value(error.to_string()))?;
+            let key = key.as_str();
+            match key {
+                "aggregate" => read.collection = string(key, value)?,
+                "pipeline" => {
+                    let stages = value
+                        .as_array()
+                        .ok_or_else(|| bad_value("'pipeline' must be an array"))?;
+                    for stage in stages {
+                        let stage = stage.ok().and_then(RawBsonRef::as_document);
+                        let mut fields = stage.into_iter().flat_map(RawDocument::iter);
+                        let (Some(Ok((operator, argument))), None) = (fields.next(), fields.next()) else {
+                            return Err(bad_value("a pipeline stage must be a document with one field"));
+                        };
+                        match operator.as_str() {
+                            "$match" => empty_filter("$match", argument)?,
+                            "$skip" => {
+                                let count = non_negative("$skip", argument)?;
+                                // Skipping after a $limit eats into it.
+                                read.limit = read.limit.map(|limit| limit.saturating_sub(count));
+                                read.skip = read.skip.saturating_add(count);
+                            }
+                            "$limit" => {
+                                let count = non_negative("$limit", argument)?;
+                                if count == 0 {
+                                    return Err(bad_value("the limit must be positive"));
+                                }
+                                read.limit = Some(read.limit.map_or(count, |limit| limit.min(count)));
+                            }
+                            "$project" if read.projection.is_none() => {
+                                let parsed =
+                                    Projection::parse(document("$project", argument)?).map_err(bad_value)?;
+                                read.projection = Some(parsed.ok_or_else(|| {
+                                    bad_value("$project specification must have at least one field")
+                                })?);
+                            }
+                            "$project" => return Err(bad_value("only one $project stage is supported")),
+                            other => return Err(bad_value(format!("unsupported pipeline stage '{other}'"))),
+                        }
+                    }
+                }
+                "cursor" => {
+                    if let Some(size) = document(key, value)?.get("batchSize").ok().flatten() {
+                        read.first_batch = non_negative("batchSize", size)?;
+                    }
+                }
+                "hint" => id_hint(value)?,
+                _ => unsupported("aggregate", key)?,
+            }
+        }
+        self.open_cursor(db, read, out)
+    }
+
+    fn count(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
+        let (mut name, mut skip, mut limit) = ("", 0, None);
+        for element in body {
+            let (key, value) = element.map_err(|error| bad_value(error.to_string()))?;
+            let key = key.as_str();
+            match key {
+                "count" => name = string(key, value)?,
+                "query" => empty_filter(key, value)?,
+                "skip" => skip = non_negative(key, value)?,
+                // As in mongod, a negative limit counts like its absolute value, and 0 is none.
+                "limit" => limit = Some(integer(key, value)?.unsigned_abs()).filter(|&limit| limit > 0),
+                "hint" => id_hint(value)?,
+                _ => unsupported("count", key)?,
+            }
+        }
+        let total = self.collection(db, name).map_or(0, |collection| collection.count);
+        let n = total.saturating_sub(skip).min(limit.unwrap_or(u64::MAX));
+        let n = i32::try_from(n).map_or(RawBson::Int64(n as i64), RawBson::Int32);
+        write(out, rawdoc! { "n": n, "ok": 1.0 })
+    }
+
+    fn list_collections(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
+        // Only `{}` and `{ name: <string> }` filters: the ones drivers send.
+        let only = match body.get("filter").ok().flatten() {
+            None => None,
+            Some(filter) => {
+                let mut fields = document("filter", filter)?.iter();
+                match (fields.next(), fields.next()) {
+                    (None, _) => None,
+                    (Some(Ok((key, RawBsonRef::String(name)))), None) if key.as_str() == "name" => Some(name),
+                    _ => {
+                        return Err(bad_value(
+                            "unsupported listCollections filter: only {} and { name: <string> }",
+                        ))
+                    }
+                }
+            }
+        };
+        let name_only = body.get_bool("nameOnly").unwrap_or(false);
+        let mut names: Vec<&str> = match db {
+            DATABASE => self
+                .collections
+                .keys()
+                .map(String::as_str)
+                .filter(|name| only.is_none_or(|only| only == *name))
+                .collect(),
+            _ => Vec::new(),
+        };
+        names.sort_unstable();
+        let mut batch = RawArrayBuf::new();
+        for name in names {
+            batch.push(if name_only {
+                rawdoc! { "name": name, "type": "collection" }
+            } else {
+                rawdoc! {
+                    "name": name,
+                    "type": "collection",
+                    "options": {},
+                    "info": { "readOnly": false },
+                    "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" },
+                }
+            });
+        }
+        let ns = format!("{db}.$cmd.listCollections");
+        write(
+            out,
+            rawdoc! { "cursor": { "firstBatch": batch, "id": 0i64, "ns": ns }, "ok": 1.0 },
+        )
+    }
+}
