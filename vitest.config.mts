@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['__tests__/**/*.test.ts'],
+    typecheck: { enabled: true, include: ['__tests__/**/*.test-d.ts'], tsconfig: '__tests__/tsconfig.json' },
     globalSetup: ['__tests__/setup/global.ts'],
     testTimeout: 60_000,
     hookTimeout: 120_000,
