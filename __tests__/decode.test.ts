@@ -21,7 +21,7 @@ import {
   UUID,
   type Document,
 } from 'mongodb'
-import { expectIdentical } from './setup/helpers.js'
+import { BSON_OPTION_CASES, expectIdentical } from './setup/helpers.js'
 import { randomDocuments } from './setup/random_documents.js'
 
 // Internal modules of the built package: the decoder seam, below the public API.
@@ -107,26 +107,21 @@ function officialDecode(documents: Document[], options: Document): Document[] {
 }
 
 describe('batch decoding', () => {
-  it.each([
-    ['defaults', {}],
-    ['promoteValues: false', { promoteValues: false }],
-    ['promoteLongs: false', { promoteLongs: false }],
-    ['promoteBuffers: true', { promoteBuffers: true }],
-    ['useBigInt64: true', { useBigInt64: true }],
-    ['bsonRegExp: true', { bsonRegExp: true }],
-    ['enableUtf8Validation: false', { enableUtf8Validation: false }],
-  ])('decodes every BSON type like the official driver (%s)', (_, overrides) => {
-    const options = { ...DEFAULT_BSON_OPTIONS, ...overrides }
-    const documents = everyTypeDocuments()
-    const batch = encodeAsServerBatch(documents)
-    expect(batch.slots).toBeInstanceOf(Float64Array) // the tape path, not the js-bson fallback
-    const decoded = createDecoder(options).decodeBatch(batch)
-    expectIdentical(decoded, officialDecode(documents, options))
-    expect(Object.getPrototypeOf(decoded[0].proto)).toBe(Object.prototype)
-    expect(({} as Document).polluted).toBeUndefined()
-    // the js-bson path (batches that are not taped) gives the same documents
-    expectIdentical(createDecoder(options).decodeBatch(encodeAsServerBatch(documents, false)), decoded)
-  })
+  it.each([['defaults', {}], ...BSON_OPTION_CASES])(
+    'decodes every BSON type like the official driver (%s)',
+    (_, overrides) => {
+      const options = { ...DEFAULT_BSON_OPTIONS, ...overrides }
+      const documents = everyTypeDocuments()
+      const batch = encodeAsServerBatch(documents)
+      expect(batch.slots).toBeInstanceOf(Float64Array) // the tape path, not the js-bson fallback
+      const decoded = createDecoder(options).decodeBatch(batch)
+      expectIdentical(decoded, officialDecode(documents, options))
+      expect(Object.getPrototypeOf(decoded[0].proto)).toBe(Object.prototype)
+      expect(({} as Document).polluted).toBeUndefined()
+      // the js-bson path (batches that are not taped) gives the same documents
+      expectIdentical(createDecoder(options).decodeBatch(encodeAsServerBatch(documents, false)), decoded)
+    },
+  )
 
   it('returns raw BSON per document with raw: true', () => {
     const documents = everyTypeDocuments()

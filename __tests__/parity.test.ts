@@ -10,6 +10,7 @@ import {
 } from 'mongodb'
 import { MongoClient, type Collection } from 'rumongo'
 import {
+  BSON_OPTION_CASES,
   connectBoth,
   expectIdentical,
   firstDifference,
@@ -172,17 +173,12 @@ describe('find parity', () => {
 })
 
 describe('BSON options', () => {
-  it.each([
-    ['promoteValues: false', { promoteValues: false }],
-    ['promoteLongs: false', { promoteLongs: false }],
-    ['promoteBuffers: true', { promoteBuffers: true }],
-    ['useBigInt64: true', { useBigInt64: true }],
-    ['bsonRegExp: true', { bsonRegExp: true }],
-    ['enableUtf8Validation: false', { enableUtf8Validation: false }],
-    ['raw: true', { raw: true }],
-  ])('honours %s per operation', async (_, options) => {
-    await expectSameFind('typed', {}, { ...options, sort: { _id: 1 } })
-  })
+  it.each([...BSON_OPTION_CASES, ['raw: true', { raw: true }]])(
+    'honours %s per operation',
+    async (_, options) => {
+      await expectSameFind('typed', {}, { ...options, sort: { _id: 1 } })
+    },
+  )
 
   it('inherits BSON options from the client, db and collection', async () => {
     const client = new MongoClient(uri, { useBigInt64: true })

@@ -156,20 +156,21 @@ class TapeReader {
 
   /** A value js-bson decodes: `{ "": value }` in the extras buffer. */
   fallback(): unknown {
-    const offset = this.slots[this.position]!
-    const length = this.slots[this.position + 1]!
-    this.position += 2
-    return BSON.deserialize(this.extras.subarray(offset, offset + length), this.options.deserialize)['']
+    return this.deserializeFrom(this.extras)['']
   }
 
   /** A top-level document: a shape id, or -1 for one js-bson decodes from the batch BSON. */
   topLevelDocument(): Document {
     const shape = this.slots[this.position++]!
-    if (shape >= 0) return this.builders[shape]!(this)
+    return shape >= 0 ? this.builders[shape]!(this) : this.deserializeFrom(this.bson)
+  }
+
+  /** Decodes with js-bson the document at the next `[offset, length]` slots of `bytes`. */
+  private deserializeFrom(bytes: Buffer): Document {
     const offset = this.slots[this.position]!
     const length = this.slots[this.position + 1]!
     this.position += 2
-    return BSON.deserialize(this.bson.subarray(offset, offset + length), this.options.deserialize)
+    return BSON.deserialize(bytes.subarray(offset, offset + length), this.options.deserialize)
   }
 }
 

@@ -84,3 +84,13 @@ export function expectIdentical(actual: unknown, expected: unknown): void {
   const difference = firstDifference(actual, expected)
   if (difference) throw new Error(`results differ at ${difference}`)
 }
+
+/** One case per BSON decode option that changes results, for `it.each`. */
+export const BSON_OPTION_CASES: [string, Record<string, boolean>][] = [
+  ['promoteValues: false', { promoteValues: false }],
+  ['promoteLongs: false', { promoteLongs: false }],
+  ['promoteBuffers: true', { promoteBuffers: true }],
+  ['useBigInt64: true', { useBigInt64: true }],
+  ['bsonRegExp: true', { bsonRegExp: true }],
+  ['enableUtf8Validation: false', { enableUtf8Validation: false }],
+]
