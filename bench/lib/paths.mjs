@@ -1,0 +1,258 @@
+// The read paths compared side by side: one entry per (library, method). A cell runs one path.
+//
+// To add a path: append an entry to PATHS. `open(target)` connects once per cell and returns a
+// session whose `run(query)` is the timed part (it must do all the work a user would, e.g. read the
+// fields) and whose `summarize(result)` runs after the clock stops and returns `{ count }` (plus
+// `firstDocument` when the result holds plain documents, so their top-level fields are checked).
+// A path with `feature` runs only once rumongo has that feature; until then its rows read
+// "skipped: not implemented yet".
+import { Writable } from 'node:stream'
+import { mongooseSchema } from './datasets.mjs'
+
+/**
+ * @typedef {object} Query
+ * @property {string} db
+ * @property {string} collection
+ * @property {object} filter
+ * @property {object} [projection]
+ * @property {number} limit
+ * @property {number} [batchSize]
+ * @property {[string, string]} lazyFields  The two fields a lazy reader touches per document.
+ *
+ * @typedef {object} Summary
+ * @property {number} count
+ * @property {object} [firstDocument]  A plain object, when the result holds documents.
+ *
+ * @typedef {object} Session
+ * @property {(query: Query) => Promise<unknown>} run   Timed: everything the user pays for.
+ * @property {(result: unknown) => Summary} summarize   Untimed: how many documents came back.
+ * @property {() => Promise<void>} close
+ *
+ * @typedef {object} Path
+ * @property {string} id         Stable name (cells, --filter, the JSON output).
+ * @property {string} label      The table's "library" column.
+ * @property {string} [feature]  The rumongo feature it needs (see detectRumongoFeatures).
+ * @property {string} [note]     Shown in the notes column.
+ * @property {(target: { uri: string, db: string }) => Promise<Session>} open
+ */
+
+/** The find options every library sends, without the undefined ones. */
+function findOptions({ projection, limit, batchSize }) {
+  return Object.fromEntries(
+    Object.entries({ projection, limit, batchSize }).filter(([, value]) => value !== undefined),
+  )
+}
+
+/** Summary of an array of documents (plain, or Mongoose documents turned plain). */
+function summarizeArray(documents) {
+  const first = documents[0]
+  return {
+    count: documents.length,
+    firstDocument: typeof first?.toObject === 'function' ? first.toObject() : first,
+  }
+}
+
+/** Summary of a result that reports its own count (streaming and reducing paths). */
+function summarizeCounted(result) {
+  if (typeof result?.count !== 'number')
+    throw new Error(`the path reported no document count: ${String(result)}`)
+  if (result.missingFields > 0)
+    throw new Error(`${result.missingFields} documents lacked a field the path read`)
+  return { count: result.count }
+}
+
+/** Visits each document of an array or async iterable (for-await over an array costs a microtask each). */
+async function forEachDocument(documents, visit) {
+  if (Symbol.asyncIterator in documents) for await (const document of documents) visit(document)
+  else for (const document of documents) visit(document)
+}
+
+const official = {
+  id: 'official',
+  label: 'mongodb find().toArray()',
+  async open({ uri }) {
+    const { MongoClient } = await import('mongodb')
+    const client = await MongoClient.connect(uri)
+    return {
+      run: (query) =>
+        client.db(query.db).collection(query.collection).find(query.filter, findOptions(query)).toArray(),
+      summarize: summarizeArray,
+      close: () => client.close(),
+    }
+  },
+}
+
+/** Mongoose `Model.find()`, hydrated into documents or `.lean()`. */
+function mongoosePath(lean) {
+  return {
+    id: lean ? 'mongoose-lean' : 'mongoose',
+    label: lean ? 'mongoose find().lean()' : 'mongoose find() hydrated',
+    async open({ uri, db }) {
+      const { default: mongoose } = await import('mongoose')
+      // No autoCreate/autoIndex: the replay server answers reads only.
+      const connection = await mongoose
+        .createConnection(uri, { dbName: db, autoCreate: false, autoIndex: false })
+        .asPromise()
+      const models = new Map()
+      const modelFor = (dataset) => {
+        if (!models.has(dataset))
+          models.set(dataset, connection.model(dataset, mongooseSchema(mongoose, dataset), dataset))
+        return models.get(dataset)
+      }
+      return {
+        run(query) {
+          const find = modelFor(query.collection).find(query.filter, query.projection).limit(query.limit)
+          if (query.batchSize !== undefined) find.batchSize(query.batchSize)
+          return (lean ? find.lean() : find).exec()
+        },
+        summarize: summarizeArray,
+        close: () => connection.close(),
+      }
+    },
+  }
+}
+
+/** A rumongo path: `run(collection, query)` gets the rumongo collection the query names. */
+function rumongoPath({ run, summarize = summarizeCounted, ...description }) {
+  return {
+    ...description,
+    async open({ uri }) {
+      const { MongoClient } = await import('rumongo')
+      const client = await MongoClient.connect(uri)
+      return {
+        run: (query) => run(client.db(query.db).collection(query.collection), query),
+        summarize,
+        close: () => client.close(),
+      }
+    },
+  }
+}
+
+/** A sink standing in for a socket: takes every chunk, keeps none. */
+function discardingSink() {
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      sink.bytesReceived += chunk.length
+      done()
+    },
+  })
+  sink.bytesReceived = 0
+  return sink
+}
+
+/** @type {Path[]} In table order; `official` first (the 1.00x reference). */
+export const PATHS = [
+  official,
+  mongoosePath(false),
+  mongoosePath(true),
+  rumongoPath({
+    id: 'rumongo',
+    label: 'rumongo find()',
+    // Awaiting the cursor collects every document, as the official toArray() does.
+    run: async (collection, query) => await collection.find(query.filter, findOptions(query)),
+    summarize: summarizeArray,
+  }),
+  rumongoPath({
+    id: 'rumongo-lazy',
+    label: 'rumongo findLazy()',
+    feature: 'findLazy',
+    note: 'reads 2 fields per doc',
+    async run(collection, query) {
+      const [first, second] = query.lazyFields
+      let count = 0
+      let missingFields = 0
+      await forEachDocument(await collection.findLazy(query.filter, findOptions(query)), (document) => {
+        if (document[first] === undefined || document[second] === undefined) missingFields++
+        count++
+      })
+      return { count, missingFields }
+    },
+  }),
+  rumongoPath({
+    id: 'rumongo-cursor',
+    label: 'rumongo findCursor() stream',
+    feature: 'findCursor',
+    async run(collection, query) {
+      let count = 0
+      const cursor = collection.findCursor(query.filter, findOptions(query))
+      // Iterate the cursor itself: awaiting a thenable cursor would collect an array instead.
+      await forEachDocument(Symbol.asyncIterator in cursor ? cursor : await cursor, () => count++)
+      return { count }
+    },
+  }),
+  rumongoPath({
+    id: 'rumongo-json',
+    label: 'rumongo findJson()',
+    feature: 'findJson',
+    note: 'JSON text, parsed only to check the count',
+    run: (collection, query) => collection.findJson(query.filter, findOptions(query)),
+    summarize(result) {
+      if (typeof result?.count === 'number') return { count: result.count }
+      if (typeof result !== 'string' && !Buffer.isBuffer(result)) {
+        throw new Error(`findJson returned ${typeof result}; teach bench/lib/paths.mjs to count it`)
+      }
+      return summarizeArray(JSON.parse(result.toString()))
+    },
+  }),
+  rumongoPath({
+    id: 'rumongo-pipe',
+    label: 'rumongo pipeJson()',
+    feature: 'pipeJson',
+    note: 'into a discarding Writable',
+    async run(collection, query) {
+      // Assumed signature (filter, options, destination); adjust here when the API lands.
+      const sink = discardingSink()
+      const reported = await collection.pipeJson(query.filter, findOptions(query), sink)
+      return { count: typeof reported === 'number' ? reported : reported?.count, bytes: sink.bytesReceived }
+    },
+  }),
+  {
+    id: 'rumongo-pool',
+    label: 'rumongo WorkerPool.reduce()',
+    feature: 'WorkerPool.reduce',
+    note: 'counts docs in a worker',
+    async open({ uri }) {
+      // Assumed API (constructor options, reduce arguments); adjust here when it lands.
+      const { WorkerPool } = await import('rumongo')
+      const pool = new WorkerPool({ uri })
+      return {
+        async run(query) {
+          const { db, collection, filter } = query
+          const count = await pool.reduce(
+            { db, collection, filter, options: findOptions(query) },
+            (n) => n + 1,
+            0,
+          )
+          return { count }
+        },
+        summarize: summarizeCounted,
+        close: async () => pool.close?.(),
+      }
+    },
+  },
+]
+
+/** The path with this id. */
+export function pathById(id) {
+  const path = PATHS.find((candidate) => candidate.id === id)
+  if (!path) throw new Error(`no path ${id}`)
+  return path
+}
+
+/**
+ * The rumongo features present in the built package (dist/), detected on an unconnected client so
+ * new paths light up as soon as they are built.
+ */
+export async function detectRumongoFeatures() {
+  const rumongo = await import('rumongo')
+  const client = new rumongo.MongoClient('mongodb://127.0.0.1:9')
+  const collection = client.db('bench').collection('probe')
+  const features = new Set(
+    ['findLazy', 'findCursor', 'findJson', 'pipeJson'].filter(
+      (name) => typeof collection[name] === 'function',
+    ),
+  )
+  if (typeof rumongo.WorkerPool?.prototype?.reduce === 'function') features.add('WorkerPool.reduce')
+  await client.close()
+  return features
+}

@@ -1,0 +1,110 @@
+// The servers a run measures against: the replay server (client-bound, the main target) and a real
+// server (the embedded FerretDB dev server, or the one at MONGODB_URI), seeded here.
+import { existsSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { GENERATORS } from './datasets.mjs'
+import { SEEDED_DATASETS, SEEDED_DOCUMENTS } from './workloads.mjs'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+const REPLAY_SCRIPT = join(root, 'scripts', 'replay.mjs')
+
+/**
+ * @typedef {object} Target
+ * @property {string} name         'replay' or 'devdb'.
+ * @property {'replay' | 'seeded'} kind  Which plan it runs (see workloads.mjs).
+ * @property {string} description  One line for the report.
+ * @property {string} uri
+ * @property {string} db
+ * @property {() => Promise<void>} stop
+ */
+
+/** True once the replay server's launcher exists (another engineer is writing it). */
+export function replayAvailable() {
+  return existsSync(REPLAY_SCRIPT)
+}
+
+/**
+ * The target names a run measures. Default: replay and the real server; in --quick mode replay
+ * only, plus MONGODB_URI's server when set (the embedded server is too slow for a quick run).
+ * Without a replay server yet, the default falls back to the real server and says so.
+ */
+export function chooseTargets(option, quick) {
+  if (option === 'replay' || option === 'devdb') return [option]
+  if (option !== 'all' && option !== undefined)
+    throw new Error(`--target must be replay, devdb or all, got ${option}`)
+  const wanted = quick && !process.env.MONGODB_URI ? ['replay'] : ['replay', 'devdb']
+  if (replayAvailable()) return wanted
+  console.error('bench: scripts/replay.mjs does not exist yet: measuring the real server (devdb) only')
+  return ['devdb']
+}
+
+/** Starts (or connects to) a target and makes its data ready. */
+export async function startTarget(name) {
+  if (name === 'replay') return startReplayTarget()
+  if (name === 'devdb') return startSeededTarget()
+  throw new Error(`unknown target ${name}`)
+}
+
+async function startReplayTarget() {
+  if (!replayAvailable())
+    throw new Error('the replay target needs scripts/replay.mjs, which does not exist yet')
+  const { startReplay } = await import(pathToFileURL(REPLAY_SCRIPT).href)
+  const server = await startReplay()
+  return {
+    name: 'replay',
+    kind: 'replay',
+    description: `replay server (${server.uri}): pre-encoded documents, 1,000,000 virtual docs per collection; wall time is the client's`,
+    uri: server.uri,
+    db: 'bench',
+    stop: () => server.stop(),
+  }
+}
+
+async function startSeededTarget() {
+  const external = process.env.MONGODB_URI
+  const server = external ? { uri: external, stop: async () => {} } : await startDevdbServer()
+  // A database of our own on a user's server, so seeding never drops anything of theirs.
+  const db = external ? 'rumongo_bench' : 'bench'
+  await seed(server.uri, db)
+  return {
+    name: 'devdb',
+    kind: 'seeded',
+    description: external
+      ? `server at MONGODB_URI, database ${db}, ${SEEDED_DOCUMENTS} docs per collection`
+      : `embedded FerretDB dev server (~80 µs/doc server-side), ${SEEDED_DOCUMENTS} docs per collection: ` +
+        'wall time is mostly the server; compare CPU ms and main-thread busy ms',
+    uri: server.uri,
+    db,
+    stop: () => server.stop(),
+  }
+}
+
+async function startDevdbServer() {
+  const { startDevdb } = await import(pathToFileURL(join(root, 'scripts', 'devdb.mjs')).href)
+  return startDevdb()
+}
+
+/** Inserts SEEDED_DOCUMENTS generated documents per dataset, unless they are there already. */
+async function seed(uri, dbName) {
+  const { MongoClient } = await import('mongodb')
+  const client = await MongoClient.connect(uri)
+  try {
+    for (const dataset of SEEDED_DATASETS) {
+      const collection = client.db(dbName).collection(dataset)
+      const last = await collection.findOne({ n: SEEDED_DOCUMENTS - 1 })
+      if ((await collection.countDocuments()) === SEEDED_DOCUMENTS && last !== null) continue
+      const started = performance.now()
+      await collection.drop().catch(() => {})
+      for (let from = 0; from < SEEDED_DOCUMENTS; from += 1000) {
+        const count = Math.min(1000, SEEDED_DOCUMENTS - from)
+        await collection.insertMany(Array.from({ length: count }, (_, i) => GENERATORS[dataset](from + i)))
+      }
+      console.error(
+        `bench: seeded ${dbName}.${dataset} with ${SEEDED_DOCUMENTS} docs in ${Math.round(performance.now() - started)} ms`,
+      )
+    }
+  } finally {
+    await client.close()
+  }
+}

@@ -1,0 +1,251 @@
+// `npm run bench`: the side-by-side benchmark suite. Runs every cell (target x workload x N x path)
+// in its own child process (bench/cell.mjs), then the decode micro bench (bench/decode.mjs), prints
+// a markdown table per target and writes bench/results/<date-time>.md (kept) and .json (raw data).
+//
+//   node bench/run.mjs [--quick] [--target replay|devdb|all] [--filter <substring>]
+//
+// See bench/README.md for what each column means.
+import { fork } from 'node:child_process'
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { addonProfile, distFingerprint } from './lib/addon.mjs'
+import { detectRumongoFeatures, PATHS } from './lib/paths.mjs'
+import {
+  addRatios,
+  describeMachine,
+  formatCount,
+  machineMarkdown,
+  markdownTable,
+  summarizeRuns,
+} from './lib/report.mjs'
+import { chooseTargets, startTarget } from './lib/targets.mjs'
+import { planFor, queryFor } from './lib/workloads.mjs'
+
+const benchDir = dirname(fileURLToPath(import.meta.url))
+
+/** Runs per cell: at least 1 warm-up, then >= 5 measured (3 in --quick). */
+const RUNS = { quick: { warmups: 1, runs: 3 }, full: { warmups: 1, runs: 5 } }
+/** A cell that takes longer than this is killed and reported as failed. */
+const CELL_TIMEOUT_MS = 10 * 60_000
+/** Children get a large heap: 1M documents, or 10 concurrent results, outgrow the default one. */
+const CHILD_EXEC_ARGV = ['--expose-gc', '--max-old-space-size=16384']
+
+function parseOptions() {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      target: { type: 'string', default: 'all' },
+      filter: { type: 'string' },
+    },
+  })
+  return values
+}
+
+/**
+ * Forks `script` with `args` and resolves with the single message it sends back. A child that
+ * exits without reporting, or runs past the timeout, becomes `{ ok: false, error }`.
+ */
+function runChild(script, args, timeoutMs = CELL_TIMEOUT_MS) {
+  return new Promise((resolve) => {
+    const child = fork(join(benchDir, script), args, {
+      execArgv: CHILD_EXEC_ARGV,
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    })
+    let report
+    const timer = setTimeout(() => {
+      report ??= { ok: false, error: `killed after ${timeoutMs / 1000} s` }
+      child.kill('SIGKILL')
+    }, timeoutMs)
+    child.once('message', (message) => (report ??= message))
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer)
+      resolve(report ?? { ok: false, error: `exited (code ${code}, signal ${signal}) without a report` })
+    })
+  })
+}
+
+/** The rows of one target: measured, skipped (feature missing) or failed, in table order. */
+async function measureTarget(
+  target,
+  { quick, filter, features, distFingerprint: startFingerprint },
+  progress,
+) {
+  const { warmups, runs } = RUNS[quick ? 'quick' : 'full']
+  const rows = []
+  for (const { workload, n, skip } of planFor(target.kind, quick)) {
+    for (const path of PATHS) {
+      const row = {
+        target: target.name,
+        workload: workload.id,
+        n,
+        concurrency: workload.concurrency,
+        pathId: path.id,
+        label: path.label,
+        notes: path.note ?? '',
+      }
+      const name = `${target.name} ${workload.id} ${formatCount(n)} ${path.id}`
+      if (filter && !`${name} ${path.label}`.includes(filter)) continue
+      rows.push(row)
+      if (path.feature && !features.has(path.feature)) {
+        row.notes = 'skipped: not implemented yet'
+        continue
+      }
+      if (skip.paths.includes(path.id)) {
+        row.notes = skip.reason
+        continue
+      }
+      const cell = {
+        target: { uri: target.uri, db: target.db },
+        pathId: path.id,
+        workload,
+        n,
+        query: queryFor(workload, n, target.db),
+        warmups,
+        runs,
+      }
+      if (distFingerprint() !== startFingerprint) {
+        // Someone rebuilt dist/ since the run started: say so on every row it may affect.
+        row.notes = [`dist/ rebuilt during the run (now ${addonProfile()})`, row.notes]
+          .filter(Boolean)
+          .join('; ')
+        row.distChanged = true
+      }
+      const report = await runChild('cell.mjs', [JSON.stringify(cell)])
+      if (report.ok) {
+        Object.assign(row, {
+          runs: report.runs,
+          stats: summarizeRuns(report.runs),
+          peakRssMb: report.peakRssMb,
+        })
+        progress(`${name}: ${row.stats.wallMs.toFixed(1)} ms median`)
+      } else {
+        row.notes = `FAILED: ${report.error.split('\n')[0]}`
+        row.error = report.error
+        progress(`${name}: FAILED\n${report.error}`)
+      }
+    }
+  }
+  return addRatios(rows)
+}
+
+/**
+ * The decode micro bench in its own process (documents from the replay server, when given).
+ * A failure becomes a FAILED section rather than losing the tables measured before it.
+ */
+async function measureDecoding({ quick }, replay, progress) {
+  const source = replay ? ['--uri', replay.uri, '--db', replay.db] : []
+  const report = await runChild('decode.mjs', [...(quick ? ['--quick'] : []), ...source])
+  if (report.ok) return report
+  progress(`decode bench FAILED\n${report.error}`)
+  return {
+    ok: false,
+    markdown: `## Decode only\n\nFAILED: ${report.error.split('\n')[0]}`,
+    error: report.error,
+  }
+}
+
+/** A target's markdown section. */
+function targetSection({ name, description, rows, startError }) {
+  const body = startError ? `FAILED to start: ${startError}` : `${description}\n\n${markdownTable(rows)}`
+  return `## Target: ${name}\n\n${body}`
+}
+
+/**
+ * Starts a target, measures its cells, publishes its section, stops it. A target that fails to
+ * start is reported with `startError`, so the other target's numbers are not lost. With
+ * `options.decode`, the decode bench runs on the replay server's documents while it is up.
+ */
+async function runTarget(name, options, { progress, publish }) {
+  let target
+  try {
+    target = await startTarget(name)
+  } catch (error) {
+    progress(`target ${name} FAILED to start\n${error.stack}`)
+    const result = { name, startError: error.message.split('\n')[0], rows: [] }
+    publish(targetSection(result))
+    return { result }
+  }
+  try {
+    const rows = await measureTarget(target, options, progress)
+    const result = { name, description: target.description, rows }
+    publish(targetSection(result))
+    const decoding =
+      options.decode && name === 'replay' ? await measureDecoding(options, target, progress) : undefined
+    return { result, decoding }
+  } finally {
+    await target.stop()
+  }
+}
+
+function heading(mode, machine, features, profile) {
+  const build = profile === 'release' ? 'release build' : `**${profile} build: not representative**`
+  return [
+    `# rumongo benchmarks (${mode} run)`,
+    '',
+    machineMarkdown(machine),
+    `- rumongo: ${build}; paths built: ${['find', ...features].join(', ')}`,
+    `- per cell: ${RUNS[mode].warmups} warm-up + ${RUNS[mode].runs} measured runs, each cell in a fresh process`,
+  ].join('\n')
+}
+
+/** Writes bench/results/<date-time>.md (the printed report) and .json (every run's numbers). */
+function writeResults(machine, sections, raw) {
+  const stamp = machine.date.replace(/:/g, '-').replace(/\.\d+Z$/, 'Z')
+  const resultsDir = join(benchDir, 'results')
+  mkdirSync(resultsDir, { recursive: true })
+  writeFileSync(join(resultsDir, `${stamp}.md`), `${sections.join('\n\n')}\n`)
+  writeFileSync(join(resultsDir, `${stamp}.json`), `${JSON.stringify(raw, null, 2)}\n`)
+  return `bench/results/${stamp}.md and .json`
+}
+
+async function main() {
+  const options = parseOptions()
+  const mode = options.quick ? 'quick' : 'full'
+  const machine = describeMachine()
+  const features = await detectRumongoFeatures()
+  const profile = addonProfile()
+  const startFingerprint = distFingerprint()
+  const sections = []
+  const progress = (line) => console.error(`bench: ${line}`)
+  const publish = (section) => {
+    sections.push(section)
+    console.log(`${section}\n`)
+  }
+  // --filter selects cells; the decode bench runs without a filter or with --filter decode.
+  const decode = !options.filter || 'decode'.includes(options.filter)
+  publish(heading(mode, machine, features, profile))
+  if (profile !== 'release') progress(`WARNING: dist/ holds a ${profile} build; run npm run build first`)
+
+  const targets = []
+  let decoding
+  for (const name of chooseTargets(options.target, options.quick)) {
+    const measured = await runTarget(
+      name,
+      { ...options, features, decode, distFingerprint: startFingerprint },
+      { progress, publish },
+    )
+    targets.push(measured.result)
+    decoding ??= measured.decoding
+  }
+  if (decode) {
+    decoding ??= await measureDecoding(options, undefined, progress)
+    publish(decoding.markdown)
+  }
+
+  const raw = { mode, machine, addon: profile, features: [...features], targets, decoding: decoding?.data }
+  progress(`results written to ${writeResults(machine, sections, raw)}`)
+  const rows = targets.flatMap((target) => target.rows)
+  const failedCells = rows.filter((row) => row.error).length
+  if (failedCells > 0) progress(`${failedCells} cell(s) FAILED`)
+  if (distFingerprint() !== startFingerprint) {
+    progress('WARNING: dist/ was rebuilt during the run (by another process?): rows noting it are suspect')
+  }
+  if (failedCells > 0 || targets.some((target) => target.startError) || decoding?.ok === false) {
+    process.exitCode = 1
+  }
+}
+
+await main()
