@@ -172,6 +172,34 @@ describe('find parity', () => {
   })
 })
 
+describe('find options', () => {
+  it.each([
+    ['hint by keys', { hint: { _id: 1 } }],
+    ['hint by name', { hint: '_id_' }],
+    ['maxTimeMS', { maxTimeMS: 5000 }],
+    ['collation', { collation: { locale: 'en', strength: 2 } }],
+    ['comment', { comment: 'parity' }],
+    ['comment document', { comment: { request: 42 } }],
+    ['let', { let: { threshold: 10 }, filter: { $expr: { $gt: ['$index', '$$threshold'] } } }],
+    ['allowDiskUse', { allowDiskUse: true }],
+    ['min/max with hint', { hint: { _id: 1 }, min: { _id: objectIdFor(3) }, max: { _id: objectIdFor(9) } }],
+    ['returnKey', { returnKey: true, hint: { _id: 1 } }],
+    ['showRecordId', { showRecordId: true }],
+    ['readPreference mode', { readPreference: 'primaryPreferred' }],
+    ['readConcern', { readConcern: { level: 'local' } }],
+    ['noCursorTimeout', { noCursorTimeout: true }],
+    ['singleBatch', { singleBatch: true, batchSize: 5 }],
+    ['allowPartialResults', { allowPartialResults: true }],
+  ])('honours %s like the official driver', async (_, { filter = {}, ...options }: Document) => {
+    await expectSameFind('typed', filter, { ...options, sort: { _id: 1 } })
+  })
+
+  it('returns one batch for singleBatch without a limit', async () => {
+    const docs = await expectSameFind('orders', {}, { singleBatch: true, batchSize: 25 })
+    expect(docs).toHaveLength(25)
+  })
+})
+
 describe('BSON options', () => {
   it.each([...BSON_OPTION_CASES, ['raw: true', { raw: true }]])(
     'honours %s per operation',
