@@ -119,9 +119,29 @@ class TapeReader {
 
   array(): unknown[] {
     const length = this.slots[this.position++]!
-    const array: unknown[] = []
-    for (let index = 0; index < length; index++) array.push(this.value(this.slots[this.position++]!))
-    return array
+    // Literals for short arrays allocate exactly their length (a growing [] reserves 17 slots).
+    switch (length) {
+      case 0:
+        return []
+      case 1:
+        return [this.element()]
+      case 2:
+        return [this.element(), this.element()]
+      case 3:
+        return [this.element(), this.element(), this.element()]
+      case 4:
+        return [this.element(), this.element(), this.element(), this.element()]
+      default: {
+        const array: unknown[] = []
+        for (let index = 0; index < length; index++) array.push(this.element())
+        return array
+      }
+    }
+  }
+
+  /** An array element: its type tag, then its value. */
+  element(): unknown {
+    return this.value(this.slots[this.position++]!)
   }
 
   /** A value of a type known only at run time (array elements). */
@@ -204,7 +224,9 @@ function fieldExpression(tag: Tag, options: DecoderOptions): string {
     case Tag.Null:
       return 'null'
     case Tag.Document:
-      return viaReader('document()')
+      // Called here rather than through reader.document(): each field's call site then sees one
+      // shape (monomorphic) instead of every shape of the batch.
+      return '(r.position = p + 1, v = r.builders[s[p]](r), p = r.position, v)'
     case Tag.Array:
       return viaReader('array()')
     case Tag.Int64:
