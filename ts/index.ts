@@ -8,6 +8,17 @@ export { Collection, type CollectionOptions, type Filter, type WithId } from './
 export { AbstractCursor } from './cursor/abstract_cursor.js'
 export { FindCursor } from './cursor/find_cursor.js'
 export { AggregationCursor } from './cursor/aggregation_cursor.js'
+export {
+  Model,
+  ModelQuery,
+  type ModelFields,
+  type ModelFindOptions,
+  type ModelOptions,
+  type ModelPromise,
+  type MongooseModelLike,
+  type SanitizeFilterOptions,
+  type Selection,
+} from './model.js'
 export type {
   AggregateOptions,
   CollationOptions,

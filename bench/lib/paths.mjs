@@ -7,7 +7,7 @@
 // A path with `feature` runs only once rumongo has that feature; until then its rows read
 // "skipped: not implemented yet".
 import { Writable } from 'node:stream'
-import { mongooseSchema } from './datasets.mjs'
+import { mongooseSchema, topLevelFields } from './datasets.mjs'
 
 /**
  * @typedef {object} Query
@@ -152,6 +152,34 @@ export const PATHS = [
     run: async (collection, query) => await collection.find(query.filter, findOptions(query)),
     summarize: summarizeArray,
   }),
+  {
+    id: 'rumongo-model',
+    label: 'rumongo Model.find()',
+    feature: 'model',
+    note: 'schema projection pushed down',
+    async open({ uri }) {
+      const { Model, MongoClient } = await import('rumongo')
+      const client = await MongoClient.connect(uri)
+      // One model per collection, defined once as an app would; the dataset's fields are its schema.
+      const models = new Map()
+      const modelFor = ({ db, collection }) => {
+        const key = `${db}.${collection}`
+        if (!models.has(key))
+          models.set(key, Model.define(client.db(db).collection(collection), topLevelFields(collection)))
+        return models.get(key)
+      }
+      return {
+        run(query) {
+          const find = modelFor(query).find(query.filter).limit(query.limit)
+          if (query.projection !== undefined) find.select(query.projection)
+          if (query.batchSize !== undefined) find.batchSize(query.batchSize)
+          return find.exec()
+        },
+        summarize: summarizeArray,
+        close: () => client.close(),
+      }
+    },
+  },
   rumongoPath({
     id: 'rumongo-lazy',
     label: 'rumongo findLazy()',
@@ -253,6 +281,7 @@ export async function detectRumongoFeatures() {
     ),
   )
   if (typeof rumongo.WorkerPool?.prototype?.reduce === 'function') features.add('WorkerPool.reduce')
+  if (typeof rumongo.Model?.define === 'function') features.add('model')
   await client.close()
   return features
 }

@@ -1,0 +1,371 @@
+// Model: Mongoose read-path parity (.lean() and hydrated .toObject()) with schema projection pushdown.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import mongoose, { Schema, type Connection } from 'mongoose'
+import { Model, MongoClient, MongoInvalidArgumentError, ObjectId, type Document } from 'rumongo'
+import { expectIdentical, uniqueDbName, uri } from './setup/helpers.js'
+
+const USER_COUNT = 60
+/** A stored field the schema does not declare: the model must never read it. */
+const EXTRA_FIELD = 'blob'
+
+const userSchema = new Schema({
+  name: String,
+  age: Number,
+  joined: Date,
+  password: { type: String, select: false },
+  address: { city: String, zip: String },
+  orders: [new Schema({ sku: String, qty: Number, at: Date })],
+  tags: [String],
+  friend: Schema.Types.ObjectId,
+})
+
+let connection: Connection
+let client: MongoClient
+let dbName: string
+let MongooseUser: mongoose.Model<any>
+let User: Model
+
+const CITIES = ['Paris', 'Lyon', 'Oslo', 'Lima']
+
+beforeAll(async () => {
+  dbName = uniqueDbName('model')
+  connection = await mongoose.createConnection(uri, { dbName }).asPromise()
+  client = await MongoClient.connect(uri)
+  MongooseUser = connection.model('User', userSchema, 'users')
+  await MongooseUser.insertMany(
+    Array.from({ length: USER_COUNT }, (_, i) => ({
+      name: `user ${String(i).padStart(2, '0')}`,
+      age: 18 + ((i * 7) % 50),
+      joined: new Date(Date.UTC(2020, i % 12, 1 + (i % 28))),
+      password: `secret ${i}`,
+      address: { city: CITIES[i % CITIES.length], zip: String(10000 + i) },
+      orders: Array.from({ length: i % 3 }, (_, j) => ({
+        sku: `sku-${i}-${j}`,
+        qty: j + 1,
+        at: new Date(i * 1e9),
+      })),
+      tags: i % 2 ? ['a', 'b'] : [],
+      friend: i % 5 ? new ObjectId() : undefined,
+    })),
+  )
+  // Written behind Mongoose's back, as legacy data or another service would.
+  await connection.collection('users').updateMany({}, { $set: { [EXTRA_FIELD]: 'x'.repeat(2000) } })
+  User = Model.fromMongoose(MongooseUser, client)
+})
+
+afterAll(async () => {
+  await connection?.dropDatabase()
+  await connection?.close()
+  await client?.close()
+})
+
+/** Mongoose results without the stored field the schema does not declare. */
+function withoutExtra<T>(result: T): T {
+  if (Array.isArray(result)) return result.map(withoutExtra) as T
+  if (result === null || typeof result !== 'object') return result
+  const { [EXTRA_FIELD]: _extra, ...rest } = result as Document
+  return rest as T
+}
+
+/** Hydrated Mongoose documents turned plain, without the undeclared field. */
+function hydrated(result: any): unknown {
+  if (Array.isArray(result)) return result.map(hydrated)
+  return result === null ? null : withoutExtra(result.toObject())
+}
+
+/**
+ * Keys in sorted order, deeply: hydration builds nested paths (`address`) before the others, so a
+ * hydrated document's key order is Mongoose's, not the stored one (`.lean()` keeps the stored order).
+ */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys)
+  if (value === null || typeof value !== 'object' || Object.getPrototypeOf(value) !== Object.prototype)
+    return value
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortedKeys((value as Document)[key])]),
+  )
+}
+
+/** Asserts equality with hydrated Mongoose results: same values and types, any key order. */
+function expectSameAsHydrated(actual: unknown, documents: unknown): void {
+  expectIdentical(sortedKeys(actual), sortedKeys(hydrated(documents)))
+}
+
+describe('Model.fromMongoose', () => {
+  it('reads nested paths and subdocument arrays, and leaves select: false out', () => {
+    expect(User.fields).toEqual([
+      '__v',
+      'address.city',
+      'address.zip',
+      'age',
+      'friend',
+      'joined',
+      'name',
+      'orders',
+      'tags',
+    ])
+    expect(User.collection.collectionName).toBe('users')
+    expect(User.collection.dbName).toBe(dbName)
+    expect(User.projection).not.toHaveProperty('password')
+  })
+
+  it('expands a subdocument array field by field when it hides a field', () => {
+    const Invoice = connection.model(
+      'Invoice',
+      new Schema({
+        lines: [new Schema({ sku: String, cost: { type: Number, select: false } })],
+        owner: new Schema({ name: String }),
+      }),
+    )
+    expect(Model.fromMongoose(Invoice, client).fields).toEqual(['__v', 'lines._id', 'lines.sku', 'owner'])
+  })
+
+  it('keeps the discriminator key and filters a discriminator model on its value', async () => {
+    const Base = connection.model('Event', new Schema({ title: String }), 'events')
+    const Click = Base.discriminator('Click', new Schema({ x: Number }))
+    await Base.create({ title: 'plain' })
+    await Click.create({ title: 'click', x: 3 })
+    const Events = Model.fromMongoose(Base, client)
+    const Clicks = Model.fromMongoose(Click, client)
+    expect(Events.fields).toContain('__t')
+    expectIdentical(await Events.find().sort('title'), await Base.find().sort('title').lean())
+    expectIdentical(await Clicks.find(), await Click.find().lean())
+    expect(await Clicks.countDocuments()).toBe(1)
+  })
+})
+
+describe('parity with Mongoose', () => {
+  it('find: equals .lean() and hydrated .toObject()', async () => {
+    const filter = { age: { $gte: 30 } }
+    const actual = await User.find(filter).sort({ age: -1, name: 1 })
+    expect(actual.length).toBeGreaterThan(10)
+    expectIdentical(actual, withoutExtra(await MongooseUser.find(filter).sort({ age: -1, name: 1 }).lean()))
+    expectSameAsHydrated(actual, await MongooseUser.find(filter).sort({ age: -1, name: 1 }))
+  })
+
+  it('sort, limit, skip, select and lean chained', async () => {
+    const actual = await User.find({ age: { $gte: 18 } })
+      .sort('-age name')
+      .limit(20)
+      .skip(5)
+      .select('name age')
+      .lean()
+    const expected = await MongooseUser.find({ age: { $gte: 18 } })
+      .sort('-age name')
+      .limit(20)
+      .skip(5)
+      .select('name age')
+      .lean()
+    expect(actual).toHaveLength(20)
+    expectIdentical(actual, expected)
+  })
+
+  it('find with options as the second argument', async () => {
+    const actual = await User.find({ age: { $lt: 40 } }, { sort: { name: 1 }, limit: 7, skip: 2 })
+    const expected = await MongooseUser.find({ age: { $lt: 40 } }, null, {
+      sort: { name: 1 },
+      limit: 7,
+      skip: 2,
+    })
+    expectSameAsHydrated(actual, expected)
+  })
+
+  it.each([
+    ['inclusion string', 'name address.city'],
+    ['exclusion string', '-age -orders'],
+    ['_id excluded', 'name -_id'],
+    ['_id alone', '_id'],
+    ['_id kept in an exclusion', '_id -age'],
+    ['a parent of schema paths', 'address'],
+    ['a path inside a subdocument array', 'orders.sku'],
+    ['a select: false field added', '+password'],
+    ['object inclusion', { name: 1, joined: 1 }],
+    ['object exclusion', { tags: 0, friend: 0 }],
+  ] as const)('select: %s', async (_case, selection) => {
+    const sort = { name: 1 } as const
+    const actual = await User.find({})
+      .sort(sort)
+      .select(selection as any)
+    const expected = await MongooseUser.find({})
+      .sort(sort)
+      .select(selection as any)
+      .lean()
+    expectIdentical(actual, withoutExtra(expected))
+  })
+
+  it('where(path) comparisons', async () => {
+    const actual = await User.find()
+      .where('age')
+      .gte(30)
+      .lt(50)
+      .where('address.city')
+      .in(['Paris', 'Oslo'])
+      .sort('name')
+    const expected = await MongooseUser.find()
+      .where('age')
+      .gte(30)
+      .lt(50)
+      .where('address.city')
+      .in(['Paris', 'Oslo'])
+      .sort('name')
+      .lean()
+    expect(actual.length).toBeGreaterThan(0)
+    expectIdentical(actual, withoutExtra(expected))
+    const exact = await User.find().where('name').equals('user 07')
+    expectIdentical(exact, withoutExtra(await MongooseUser.find().where('name').equals('user 07').lean()))
+  })
+
+  it('findOne, findById (hex string and ObjectId)', async () => {
+    const one = await User.findOne({ name: 'user 12' })
+    expectIdentical(one, withoutExtra(await MongooseUser.findOne({ name: 'user 12' }).lean()))
+    expectSameAsHydrated(one, await MongooseUser.findOne({ name: 'user 12' }))
+    const id = (one as Document)._id as ObjectId
+    expectIdentical(
+      await User.findById(id.toHexString()),
+      withoutExtra(await MongooseUser.findById(id.toHexString()).lean()),
+    )
+    expectIdentical(
+      await User.findById(id).select('age'),
+      await MongooseUser.findById(id).select('age').lean(),
+    )
+    expect(await User.findById(new ObjectId())).toBeNull()
+    expect(await User.findOne({ name: 'nobody' }).exec()).toBeNull()
+  })
+
+  it('countDocuments, distinct, exists', async () => {
+    const filter = { 'address.city': 'Lyon' }
+    expect(await User.countDocuments(filter)).toBe(await MongooseUser.countDocuments(filter))
+    expect(await User.countDocuments().exec()).toBe(USER_COUNT)
+    expectIdentical(
+      (await User.distinct('address.city')).sort(),
+      (await MongooseUser.distinct('address.city')).sort(),
+    )
+    expectIdentical(await User.distinct('age', filter), await MongooseUser.distinct('age', filter))
+    expectIdentical(await User.exists({ name: 'user 03' }), await MongooseUser.exists({ name: 'user 03' }))
+    expect(await User.exists({ name: 'nobody' })).toBeNull()
+  })
+
+  it('cursor() streams the same documents', async () => {
+    const streamed: Document[] = []
+    for await (const document of User.find({ age: { $gt: 40 } })
+      .sort('name')
+      .batchSize(4)
+      .cursor()) {
+      streamed.push(document)
+    }
+    expectIdentical(streamed, await User.find({ age: { $gt: 40 } }).sort('name'))
+  })
+})
+
+describe('Model.define', () => {
+  it('projects to the listed fields', async () => {
+    const Users = Model.define(client.db(dbName).collection('users'), { name: 1, age: 1, 'address.city': 1 })
+    expect(Users.projection).toEqual({ 'address.city': 1, age: 1, name: 1 })
+    const actual = await Users.find({ age: { $gte: 18 } }, { sort: { age: -1, name: 1 }, limit: 20 })
+    const expected = await MongooseUser.find({ age: { $gte: 18 } })
+      .sort({ age: -1, name: 1 })
+      .limit(20)
+      .select('name age address.city')
+      .lean()
+    expectIdentical(actual, expected)
+    const withoutId = Model.define(client.db(dbName).collection('users'), ['name', 'address'])
+    expect(Object.keys((await withoutId.findOne({}, '-_id'))!)).toEqual(['name', 'address'])
+  })
+
+  it('rejects empty and malformed field lists', () => {
+    const users = client.db(dbName).collection('users')
+    expect(() => Model.define(users, {})).toThrow(MongoInvalidArgumentError)
+    expect(() => Model.define(users, { name: 0 })).toThrow(MongoInvalidArgumentError)
+    expect(() => Model.define(users, ['$where'])).toThrow(MongoInvalidArgumentError)
+  })
+})
+
+describe('projection pushdown', () => {
+  it('never returns a stored field the schema does not declare', async () => {
+    const all = await User.find({})
+    expect(all).toHaveLength(USER_COUNT)
+    for (const document of all) expect(document).not.toHaveProperty(EXTRA_FIELD)
+    expect(await client.db(dbName).collection('users').findOne({})).toHaveProperty(EXTRA_FIELD)
+  })
+
+  it('the server sends fewer bytes: raw batches of the model vs an unprojected find', async () => {
+    const totalBytes = (documents: unknown[]) =>
+      documents.reduce<number>((sum, document) => sum + (document as Uint8Array).byteLength, 0)
+    const projected = totalBytes(await User.find({}, { raw: true }))
+    const unprojected = totalBytes(await client.db(dbName).collection('users').find({}, { raw: true }))
+    const sameProjection = totalBytes(
+      await client.db(dbName).collection('users').find({}, { raw: true, projection: User.projection }),
+    )
+    expect(projected).toBe(sameProjection)
+    expect(unprojected - projected).toBeGreaterThanOrEqual(USER_COUNT * 2000)
+  })
+})
+
+describe('errors', () => {
+  it('selecting or reading a field outside the schema', () => {
+    expect(() => User.find().select('blob')).toThrow(MongoInvalidArgumentError)
+    expect(() => User.find().select('name blob')).toThrow(/'blob' is not a field of this model's schema/)
+    expect(() => User.find({}, { projection: { blob: 1 } })).toThrow(MongoInvalidArgumentError)
+    expect(() => User.find().select('-blob')).toThrow(MongoInvalidArgumentError)
+    expect(() => User.find().select('name -age')).toThrow(/mix inclusion and exclusion/)
+    expect(() => User.distinct('blob')).toThrow(MongoInvalidArgumentError)
+  })
+
+  it('a bad id', () => {
+    expect(() => User.findById('64b7')).toThrow(MongoInvalidArgumentError)
+    expect(() => User.findById('zzzzzzzzzzzzzzzzzzzzzzzz')).toThrow(MongoInvalidArgumentError)
+    expect(() => User.findById(undefined)).toThrow(MongoInvalidArgumentError)
+  })
+
+  it('a comparison without where()', () => {
+    expect(() => User.find().gte(3)).toThrow(/must follow where/)
+  })
+})
+
+describe('sanitizeFilter', () => {
+  it.each([
+    ['an operator under a path', { password: { $ne: null } }],
+    ['inside $and and $or', { $and: [{ name: { $gt: '' } }], $or: [{ age: { $in: [1] } }, { age: 3 }] }],
+    ['$eq alone is kept', { name: { $eq: 'Ada' } }],
+    ['plain values are kept', { name: 'Ada', age: 3, tags: ['a'] }],
+  ])('%s: same as Mongoose', (_case, filter) => {
+    const expected = mongoose.sanitizeFilter(structuredClone(filter))
+    const input = structuredClone(filter)
+    expect(Model.sanitizeFilter(input)).toEqual(expected)
+    expect(input).toEqual(filter)
+  })
+
+  it('recurses through $nor', () => {
+    expect(Model.sanitizeFilter({ $nor: [{ name: { $regex: '.' } }] })).toEqual({
+      $nor: [{ name: { $eq: { $regex: '.' } } }],
+    })
+  })
+
+  it('rejects code and expression operators when asked', () => {
+    const strict = { rejectUnsafeOperators: true }
+    expect(Model.sanitizeFilter({ $where: 'true' })).toEqual({ $where: 'true' })
+    expect(() => Model.sanitizeFilter({ $where: 'true' }, strict)).toThrow(MongoInvalidArgumentError)
+    expect(() => Model.sanitizeFilter({ $or: [{ $expr: { $gt: ['$a', 1] } }] }, strict)).toThrow(/\$expr/)
+    expect(() =>
+      Model.sanitizeFilter({ $expr: { $function: { body: 'x', args: [], lang: 'js' } } }, strict),
+    ).toThrow(MongoInvalidArgumentError)
+    // Wrapped in $eq, an operator is a literal value the server never evaluates.
+    expect(Model.sanitizeFilter({ name: { $where: 'true' } }, strict)).toEqual({
+      name: { $eq: { $where: 'true' } },
+    })
+  })
+
+  it('as a model option: input filters are sanitized, where() conditions are not', async () => {
+    const Safe = Model.define(client.db(dbName).collection('users'), ['name', 'age'], {
+      sanitizeFilter: true,
+      rejectUnsafeOperators: true,
+    })
+    expect(await User.countDocuments({ name: { $ne: 'user 01' } })).toBe(USER_COUNT - 1)
+    expect(await Safe.countDocuments({ name: { $ne: 'user 01' } })).toBe(0)
+    expect(await Safe.find({ name: { $ne: 'user 01' } })).toEqual([])
+    expect((await Safe.find({}).where('age').gte(60)).length).toBeGreaterThan(0)
+    expect(() => Safe.find({ $where: 'true' })).toThrow(MongoInvalidArgumentError)
+  })
+})
