@@ -69,12 +69,13 @@ describe('worker threads', () => {
        })`,
       { eval: true, workerData: { uri, dbName, entry: `${root}/dist/index.js` } },
     )
+    const exited = new Promise((resolve) => worker.once('exit', resolve))
     const message = await new Promise((resolve, reject) => {
       worker.once('message', resolve)
       worker.once('error', reject)
     })
     expect(message).toBe(0)
-    expect(await new Promise((resolve) => worker.once('exit', resolve))).toBe(0)
+    expect(await exited).toBe(0)
     const client = await MongoClient.connect(uri)
     expect(await client.db(dbName).collection('none').countDocuments({})).toBe(0)
     await client.close()
