@@ -1,7 +1,7 @@
 // Builds the addon (cargo through napi-rs), compiles ts/ to dist/ and writes the ESM entry.
 // Usage: node scripts/build.mjs [--debug]. Every step is incremental, so a no-op build is quick.
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -11,17 +11,23 @@ const bin = (name) => join(root, 'node_modules', '.bin', name)
 const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: 'inherit' })
 
 const release = !process.argv.includes('--debug')
+// napi writes the addon into a staging folder, then it is renamed into dist/: a process that has
+// the previous addon loaded (a running test or benchmark) keeps its file instead of seeing it
+// overwritten in place, which would crash it.
+const staging = join(root, 'target', 'napi-staging')
+mkdirSync(join(root, 'dist'), { recursive: true })
 run(bin('napi'), [
   'build',
   '--platform',
   ...(release ? ['--release'] : []),
   '--output-dir',
-  'dist',
+  staging,
   '--js',
   'native.cjs',
   '--dts',
-  '../ts/native.d.cts',
+  join(root, 'ts', 'native.d.cts'),
 ])
+for (const file of readdirSync(staging)) renameSync(join(staging, file), join(root, 'dist', file))
 run(bin('tsc'), ['-p', 'tsconfig.json'])
 // dist/*.d.ts import the addon's types from './native.cjs'.
 copyFileSync(join(root, 'ts', 'native.d.cts'), join(root, 'dist', 'native.d.cts'))
