@@ -1,9 +1,9 @@
 // Builds the addon (cargo through napi-rs), compiles ts/ to dist/ and writes the ESM entry.
 // Usage: node scripts/build.mjs [--debug]. Every step is incremental, so a no-op build is quick.
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -15,6 +15,7 @@ const release = !process.argv.includes('--debug')
 // the previous addon loaded (a running test or benchmark) keeps its file instead of seeing it
 // overwritten in place, which would crash it.
 const staging = join(root, 'target', 'napi-staging')
+rmSync(staging, { recursive: true, force: true })
 mkdirSync(join(root, 'dist'), { recursive: true })
 run(bin('napi'), [
   'build',
@@ -24,10 +25,13 @@ run(bin('napi'), [
   staging,
   '--js',
   'native.cjs',
+  // napi resolves --dts against the output folder.
   '--dts',
-  join(root, 'ts', 'native.d.cts'),
+  relative(staging, join(root, 'ts', 'native.d.cts')),
 ])
-for (const file of readdirSync(staging)) renameSync(join(staging, file), join(root, 'dist', file))
+for (const file of ['native.cjs', 'rumongo.linux-x64-gnu.node']) {
+  renameSync(join(staging, file), join(root, 'dist', file))
+}
 run(bin('tsc'), ['-p', 'tsconfig.json'])
 // dist/*.d.ts import the addon's types from './native.cjs'.
 copyFileSync(join(root, 'ts', 'native.d.cts'), join(root, 'dist', 'native.d.cts'))
