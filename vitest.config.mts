@@ -1,8 +1,12 @@
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
+
+// __tests__/heavy/ (slow, memory-bound tests) runs only with `npm run test:heavy`.
+const heavy = process.env.RUMONGO_HEAVY_TESTS === '1'
 
 export default defineConfig({
   test: {
-    include: ['__tests__/**/*.test.ts'],
+    include: [heavy ? '__tests__/heavy/**/*.test.ts' : '__tests__/**/*.test.ts'],
+    exclude: [...configDefaults.exclude, ...(heavy ? [] : ['__tests__/heavy/**'])],
     typecheck: { enabled: true, include: ['__tests__/**/*.test-d.ts'], tsconfig: '__tests__/tsconfig.json' },
     globalSetup: ['__tests__/setup/global.ts'],
     testTimeout: 60_000,

@@ -9,11 +9,13 @@ import { FindCursor } from './cursor/find_cursor.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { createDecoder } from './decode.js'
 import { callNative, MongoInvalidArgumentError } from './errors.js'
+import { lazyDocumentFactory, type LazyDocument } from './lazy.js'
 import type { NativeCollection } from './native.cjs'
 import {
   COUNT_DOCUMENTS,
   DISTINCT,
   ESTIMATED_DOCUMENT_COUNT,
+  FIND,
   isPlainObject,
   resolveOperationOptions,
   type AggregateOptions,
@@ -94,6 +96,29 @@ export class Collection<TSchema extends Document = Document> {
    */
   find(filter: Filter<TSchema> | ObjectId = {}, options: FindOptions = {}): FindCursor<WithId<TSchema>> {
     return new FindCursor(this.#cursorSource(), checkFilter(filter), options)
+  }
+
+  /**
+   * Documents matching `filter` (same filter and options as `find`), each a read-only lazy view over
+   * its batch's raw BSON: a field is parsed on first read, then cached. Values and types equal what
+   * `find` returns under the same BSON options.
+   *
+   * - Reads like a plain object: fields, spread, `Object.keys/entries`, `in`, `for...in`,
+   *   `JSON.stringify`, `util.inspect` / `console.log`. Embedded documents are lazy views too;
+   *   arrays are real, frozen arrays built on first access (their documents lazy).
+   * - Read-only: assigning, deleting or defining a property throws a `TypeError`.
+   * - `doc.toObject()` returns the plain document `find` returns (use it for `structuredClone`, or
+   *   to modify). A stored field named `toObject` wins over the method: call `materialize(doc)`.
+   * - Documents of one server batch share that batch's buffer: keeping one alive keeps its batch.
+   */
+  async findLazy(
+    filter: Filter<TSchema> | ObjectId = {},
+    options: FindOptions = {},
+  ): Promise<LazyDocument<WithId<TSchema>>[]> {
+    const { bson } = resolveOperationOptions(FIND, options, this.#bsonOptions)
+    const toLazy = lazyDocumentFactory(bson)
+    const cursor = this.find(filter, { ...options, raw: true }).map((raw) => toLazy(raw as unknown as Buffer))
+    return (await cursor.toArray()) as LazyDocument<WithId<TSchema>>[]
   }
 
   /** The first document matching `filter`, or `null`. */

@@ -1,0 +1,530 @@
+/**
+ * Lazy documents (`collection.findLazy`): each document is a read-only `Proxy` over its bytes in
+ * the batch's one raw-BSON buffer. A field is parsed the first time it is read, then cached.
+ *
+ * - The target of every Proxy is a small `LazyTarget` (batch bytes, offset, decode context, shape
+ *   hint, field index); one handler object serves all documents.
+ * - The field index is built on the first access with one walk over the element headers. Documents
+ *   of the same shape (same keys in the same order) share one key -> position map: the walk only
+ *   compares key bytes against the shape seen last at that place, so no key string is created.
+ * - Embedded documents are lazy views over the same bytes; arrays are materialized (frozen) on first
+ *   access, their document elements being lazy views.
+ * - Values are exactly js-bson's (the official driver's) for the same BSON options: common types are
+ *   read from the bytes, rare ones through js-bson from a `{ "": value }` copy.
+ * @module
+ */
+import { inspect } from 'node:util'
+import { BSON, BSONError, Double, Int32, Long, ObjectId, type Document } from 'bson'
+import type { ResolvedBSONOptions } from './bson.js'
+
+type DeserializeOptions = Parameters<typeof BSON.deserialize>[1] & {}
+
+/**
+ * A read-only lazy view of a document of type `T`: reads like `T` (fields, spread, `Object.keys`,
+ * `JSON.stringify`, `for...in`, `in`), parses a field only when it is read. Assigning, deleting or
+ * defining a property throws a `TypeError`. `toObject()` returns the plain document `find` returns
+ * (a stored field named `toObject` wins: use {@link materialize} then).
+ */
+export type LazyDocument<T = Document> = Readonly<T> & {
+  /** The fully decoded plain document, exactly what `find` returns for it. */
+  toObject(): T
+}
+
+/** Decode options shared by all documents of one `findLazy` call. */
+interface LazyContext {
+  promoteValues: boolean
+  /** `promoteLongs && promoteValues`: when js-bson turns an int64 into a number. */
+  promoteNumbers: boolean
+  useBigInt64: boolean
+  validateUtf8: boolean
+  deserialize: DeserializeOptions
+  /** Shapes by their keys joined with NUL. */
+  shapes: Map<string, Shape>
+}
+
+/** The keys of documents, in order; shared by every document that has exactly these keys. */
+interface Shape {
+  /** Every element's key as a C string, concatenated: what a document's key bytes are compared to. */
+  keyBytes: Uint8Array
+  /** Per element: the byte length of its key (the value starts at offset + 2 + length). */
+  keyLengths: Int32Array
+  /** Own property keys as a plain object orders them (array indices first), without duplicates. */
+  ownKeys: string[]
+  /** Key -> element position (the last one for a duplicated key, as js-bson assigns). */
+  slots: Map<string, number>
+  /** Has `$` keys, all of them `$ref` / `$id` / `$db`: js-bson may turn it into a DBRef. */
+  possibleDBRef: boolean
+  /** Per element: where documents found under it (directly or in arrays) look for their shape. */
+  children: (ShapeHint | undefined)[]
+}
+
+/** The shape last seen at one place (the root, or one field of a parent shape). */
+interface ShapeHint {
+  shape: Shape | null
+}
+
+/**
+ * A document's field index, built on first access, in one exactly sized array (the smallest
+ * layout: 1M indexed documents must fit in the default heap): `[shape, offset of each element's
+ * type byte..., each element's decoded value once read (a hole until then)...]`.
+ */
+type FieldIndex = unknown[]
+
+const shapeOfIndex = (index: FieldIndex) => index[0] as Shape
+
+const TARGET = Symbol('rumongo.lazyTarget')
+
+/** What a lazy document's Proxy wraps. `util.inspect` formats it (not the Proxy): hence the hook. */
+class LazyTarget {
+  constructor(
+    readonly bytes: Buffer,
+    readonly start: number,
+    readonly context: LazyContext,
+    readonly hint: ShapeHint,
+    public index: FieldIndex | null = null,
+  ) {}
+
+  /** Node calls it with the Proxy as `this` (and formats the target when the Proxy is top-level). */
+  [inspect.custom](this: LazyTarget | LazyDocument): Document {
+    return materializeTarget(
+      this instanceof LazyTarget ? this : (this as unknown as { [TARGET]: LazyTarget })[TARGET],
+    )
+  }
+}
+
+function materializeTarget(target: LazyTarget): Document {
+  const { bytes, start } = target
+  return BSON.deserialize(bytes.subarray(start, start + int32At(bytes, start)), target.context.deserialize)
+}
+
+/** The plain document (js-bson's decode of its bytes) behind a lazy document. */
+export function materialize<T = Document>(document: LazyDocument<T>): T {
+  const target = (document as unknown as { [TARGET]?: LazyTarget })[TARGET]
+  if (!(target instanceof LazyTarget)) throw new TypeError('materialize() expects a rumongo lazy document')
+  return materializeTarget(target) as T
+}
+
+/** Whether `value` is a lazy document (top-level or embedded) from `findLazy`. */
+export function isLazyDocument(value: unknown): value is LazyDocument {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as { [TARGET]?: unknown })[TARGET] instanceof LazyTarget
+  )
+}
+
+/** `doc.toObject()`: shared by all documents, finds its document through `this`. */
+function toObject(this: unknown): Document {
+  return materialize(this as LazyDocument)
+}
+
+function readOnly(key: PropertyKey): never {
+  throw new TypeError(
+    `Cannot modify property ${JSON.stringify(String(key))}: rumongo lazy documents are read-only (call toObject() for a mutable copy)`,
+  )
+}
+
+const handler: ProxyHandler<LazyTarget> = {
+  get(target, key, receiver) {
+    if (typeof key === 'string') {
+      const index = target.index ?? buildIndex(target)
+      const slot = shapeOfIndex(index).slots.get(key)
+      if (slot !== undefined) return valueAt(target, index, slot)
+      if (key === 'toObject') return toObject
+    } else if (key === TARGET) {
+      return target
+    }
+    return Reflect.get(Object.prototype, key, receiver)
+  },
+  has(target, key) {
+    if (typeof key === 'string') {
+      const index = target.index ?? buildIndex(target)
+      if (shapeOfIndex(index).slots.has(key) || key === 'toObject') return true
+    }
+    return key in Object.prototype
+  },
+  ownKeys(target) {
+    return shapeOfIndex(target.index ?? buildIndex(target)).ownKeys
+  },
+  getOwnPropertyDescriptor(target, key) {
+    if (typeof key !== 'string') return undefined
+    const index = target.index ?? buildIndex(target)
+    const slot = shapeOfIndex(index).slots.get(key)
+    if (slot === undefined) return undefined
+    return { value: valueAt(target, index, slot), writable: false, enumerable: true, configurable: true }
+  },
+  getPrototypeOf() {
+    return Object.prototype
+  },
+  set: (_target, key) => readOnly(key),
+  deleteProperty: (_target, key) => readOnly(key),
+  defineProperty: (_target, key) => readOnly(key),
+  setPrototypeOf: () => readOnly('__proto__'),
+  preventExtensions() {
+    throw new TypeError('rumongo lazy documents are read-only and cannot be frozen or sealed')
+  },
+}
+
+/**
+ * The decode context of one operation, from its resolved BSON options.
+ * @internal
+ */
+export function createLazyContext(options: ResolvedBSONOptions): LazyContext {
+  if (options.useBigInt64 && !(options.promoteValues && options.promoteLongs)) {
+    // js-bson refuses this combination on every document: so does the first field read here.
+    throw new BSONError('Must either request bigint or Long for int64 deserialization')
+  }
+  return {
+    promoteValues: options.promoteValues,
+    promoteNumbers: options.promoteLongs && options.promoteValues,
+    useBigInt64: options.useBigInt64,
+    validateUtf8: options.enableUtf8Validation,
+    deserialize: {
+      promoteValues: options.promoteValues,
+      promoteLongs: options.promoteLongs,
+      promoteBuffers: options.promoteBuffers,
+      useBigInt64: options.useBigInt64,
+      bsonRegExp: options.bsonRegExp,
+      validation: { utf8: options.enableUtf8Validation },
+    },
+    shapes: new Map(),
+  }
+}
+
+/**
+ * Makes documents of one operation lazy. Each call takes one document's bytes; documents whose
+ * views share an ArrayBuffer (one batch) share one Buffer over it.
+ * @internal
+ */
+export function lazyDocumentFactory(options: ResolvedBSONOptions): (document: Uint8Array) => LazyDocument {
+  const context = createLazyContext(options)
+  const root: ShapeHint = { shape: null }
+  let arrayBuffer: ArrayBufferLike | null = null
+  let batch: Buffer | null = null
+  return (document) => {
+    if (document.buffer !== arrayBuffer) {
+      arrayBuffer = document.buffer
+      batch = Buffer.from(arrayBuffer)
+    }
+    return new Proxy(
+      new LazyTarget(batch!, document.byteOffset, context, root),
+      handler,
+    ) as unknown as LazyDocument
+  }
+}
+
+/**
+ * A lazy document over `bytes[offset...]` (one BSON document), for tests and internal callers.
+ * @internal
+ */
+export function lazyDocument<T = Document>(
+  bytes: Uint8Array,
+  options: ResolvedBSONOptions,
+  offset = 0,
+): LazyDocument<T> {
+  const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const target = new LazyTarget(buffer, offset, createLazyContext(options), { shape: null })
+  return new Proxy(target, handler) as unknown as LazyDocument<T>
+}
+
+function int32At(bytes: Uint8Array, at: number): number {
+  return bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16) | (bytes[at + 3]! << 24)
+}
+
+/** The offset just past the NUL ending the C string at `at`. */
+function skipCString(bytes: Uint8Array, at: number, end: number): number {
+  while (at < end && bytes[at] !== 0) at++
+  if (at >= end) throw new BSONError('Bad BSON Document: illegal CString')
+  return at + 1
+}
+
+/** The offset just past a value of BSON `type` starting at `at`. */
+function skipValue(bytes: Uint8Array, type: number, at: number, end: number, keyAt: number): number {
+  switch (type) {
+    case 0x01: // double
+    case 0x09: // date
+    case 0x11: // timestamp
+    case 0x12: // int64
+      return at + 8
+    case 0x02: // string
+    case 0x0d: // code
+    case 0x0e: // symbol
+      return at + 4 + int32At(bytes, at)
+    case 0x03: // document
+    case 0x04: // array
+    case 0x0f: // code with scope
+      return at + int32At(bytes, at)
+    case 0x05: // binary: length, subtype, bytes
+      return at + 5 + int32At(bytes, at)
+    case 0x06: // undefined
+    case 0x0a: // null
+    case 0x7f: // max key
+    case 0xff: // min key
+      return at
+    case 0x07: // ObjectId
+      return at + 12
+    case 0x08: // boolean
+      return at + 1
+    case 0x0b: // regex: pattern, options
+      return skipCString(bytes, skipCString(bytes, at, end), end)
+    case 0x0c: // DBPointer: namespace string, ObjectId
+      return at + 4 + int32At(bytes, at) + 12
+    case 0x10: // int32
+      return at + 4
+    case 0x13: // decimal128
+      return at + 16
+    default: {
+      const name = utf8Slice(bytes, keyAt, skipCString(bytes, keyAt, end) - 1)
+      throw new BSONError(`Detected unknown BSON type ${type.toString(16)} for fieldname "${name}"`)
+    }
+  }
+}
+
+const bufferUtf8Slice = (Buffer.prototype as unknown as { utf8Slice(start: number, end: number): string })
+  .utf8Slice
+
+function utf8Slice(bytes: Uint8Array, start: number, end: number): string {
+  return bufferUtf8Slice.call(bytes, start, end)
+}
+
+let fatalDecoder: InstanceType<typeof TextDecoder> | undefined
+
+/** A BSON string's text, as js-bson decodes it (replacement characters unless validating). */
+function readString(bytes: Uint8Array, start: number, end: number, validate: boolean): string {
+  const text = bufferUtf8Slice.call(bytes, start, end)
+  // js-bson checks only text that holds U+FFFD (invalid bytes decode to it).
+  if (validate && text.includes('\ufffd')) {
+    fatalDecoder ??= new TextDecoder('utf8', { fatal: true })
+    try {
+      fatalDecoder.decode(bytes.subarray(start, end))
+    } catch (cause) {
+      throw new BSONError('Invalid UTF-8 string in BSON document', { cause })
+    }
+  }
+  return text
+}
+
+/** Element offsets of the document being indexed (indexing never nests), copied into its index. */
+const scratch: number[] = []
+
+/** Walks the document's element headers once: offsets, and its shape (shared when it repeats). */
+function buildIndex(target: LazyTarget): FieldIndex {
+  const { bytes, start, hint } = target
+  const size = int32At(bytes, start)
+  const end = start + size - 1
+  if (size < 5 || end >= bytes.length || bytes[end] !== 0) throw new BSONError('corrupt object bson')
+  const offsets = scratch
+  let count = 0
+  const candidate = hint.shape
+  const expected = candidate?.keyBytes
+  let matching = expected !== undefined
+  let k = 0
+  let at = start + 4
+  while (at < end) {
+    const type = bytes[at]!
+    offsets[count++] = at
+    const keyAt = at + 1
+    at = keyAt
+    if (matching) {
+      for (;;) {
+        const byte = bytes[at]
+        if (byte !== expected![k]) {
+          matching = false
+          at = skipCString(bytes, at, end)
+          break
+        }
+        at++
+        k++
+        if (byte === 0) break
+      }
+    } else {
+      at = skipCString(bytes, at, end)
+    }
+    at = skipValue(bytes, type, at, end, keyAt)
+  }
+  if (at !== end) throw new BSONError('corrupt object bson')
+  const shape =
+    matching && k === expected!.length ? candidate! : shapeOf(target.context, bytes, offsets, count, end)
+  hint.shape = shape
+  const index: FieldIndex = new Array(1 + 2 * count)
+  index[0] = shape
+  for (let position = 0; position < count; position++) index[1 + position] = offsets[position]
+  target.index = index
+  return index
+}
+
+const MAX_SHAPES = 10_000
+const ARRAY_INDEX = /^(?:0|[1-9]\d*)$/
+
+function shapeOf(
+  context: LazyContext,
+  bytes: Uint8Array,
+  offsets: number[],
+  count: number,
+  end: number,
+): Shape {
+  const keys: string[] = []
+  const keyLengths = new Int32Array(count)
+  for (let position = 0; position < count; position++) {
+    const keyAt = offsets[position]! + 1
+    const keyEnd = skipCString(bytes, keyAt, end) - 1
+    keyLengths[position] = keyEnd - keyAt
+    keys.push(utf8Slice(bytes, keyAt, keyEnd))
+  }
+  const id = keys.join('\u0000')
+  let shape = context.shapes.get(id)
+  if (shape !== undefined) return shape
+  const slots = new Map<string, number>()
+  const indices: string[] = []
+  const names: string[] = []
+  let dollarKeys = 0
+  let dbRefKeys = 0
+  keys.forEach((key, position) => {
+    if (!slots.has(key)) {
+      // A plain object lists integer-like keys first, ascending; then the rest in insertion order.
+      ;(ARRAY_INDEX.test(key) && Number(key) < 2 ** 32 - 1 ? indices : names).push(key)
+    }
+    slots.set(key, position)
+    if (key.startsWith('$')) {
+      dollarKeys++
+      if (key === '$ref' || key === '$id' || key === '$db') dbRefKeys++
+    }
+  })
+  indices.sort((a, b) => Number(a) - Number(b))
+  const keyBytes = Buffer.from(keys.map((key) => `${key}\u0000`).join(''), 'utf8')
+  shape = {
+    keyBytes,
+    keyLengths,
+    ownKeys: [...indices, ...names],
+    slots,
+    possibleDBRef: dollarKeys > 0 && dollarKeys === dbRefKeys,
+    children: [],
+  }
+  if (context.shapes.size < MAX_SHAPES) context.shapes.set(id, shape)
+  return shape
+}
+
+/** The value of the element at `position`, decoded once. */
+function valueAt(target: LazyTarget, index: FieldIndex, position: number): unknown {
+  const count = (index.length - 1) / 2
+  const cached = index[1 + count + position]
+  if (cached !== undefined) return cached
+  const shape = shapeOfIndex(index)
+  const at = index[1 + position] as number
+  const hint = (shape.children[position] ??= { shape: null })
+  const value = decodeValue(target.bytes, target.context, at, at + 2 + shape.keyLengths[position]!, hint)
+  index[1 + count + position] = value
+  return value
+}
+
+/** Decodes the value of the element whose type byte is at `typeAt` and value at `at`. */
+function decodeValue(
+  bytes: Buffer,
+  context: LazyContext,
+  typeAt: number,
+  at: number,
+  hint: ShapeHint,
+): unknown {
+  switch (bytes[typeAt]) {
+    case 0x01: {
+      const value = bytes.readDoubleLE(at)
+      return context.promoteValues ? value : new Double(value)
+    }
+    case 0x02: {
+      const size = int32At(bytes, at)
+      if (size <= 0 || size > bytes.length - at - 4 || bytes[at + 3 + size] !== 0) {
+        throw new BSONError('bad string length in bson')
+      }
+      return readString(bytes, at + 4, at + 3 + size, context.validateUtf8)
+    }
+    case 0x03: {
+      const target = new LazyTarget(bytes, at, context, hint)
+      // js-bson turns a document whose `$` keys are all $ref/$id/$db into a DBRef when it fits.
+      if (shapeOfIndex(target.index ?? buildIndex(target)).possibleDBRef) {
+        return viaJsBson(bytes, context, typeAt, at)
+      }
+      return new Proxy(target, handler)
+    }
+    case 0x04:
+      return decodeArray(bytes, context, at, hint)
+    case 0x07:
+      return objectIdAt(bytes, at)
+    case 0x08: {
+      const byte = bytes[at]
+      if (byte !== 0 && byte !== 1) throw new BSONError('illegal boolean type value')
+      return byte === 1
+    }
+    case 0x09:
+      return new Date(int32At(bytes, at + 4) * 4294967296 + (int32At(bytes, at) >>> 0))
+    case 0x0a:
+      return null
+    case 0x10: {
+      const value = int32At(bytes, at)
+      return context.promoteValues ? value : new Int32(value)
+    }
+    case 0x12: {
+      if (context.useBigInt64) return bytes.readBigInt64LE(at)
+      const low = int32At(bytes, at)
+      const high = int32At(bytes, at + 4)
+      // Within +-2^53 (js-bson's bounds, inclusive): exact as a double.
+      if (
+        context.promoteNumbers &&
+        high >= -0x200000 &&
+        (high < 0x200000 || (high === 0x200000 && low === 0))
+      ) {
+        return high * 4294967296 + (low >>> 0)
+      }
+      return Long.fromBits(low, high)
+    }
+    default:
+      return viaJsBson(bytes, context, typeAt, at)
+  }
+}
+
+/** An array's elements, decoded now (documents among them stay lazy), frozen. */
+function decodeArray(
+  bytes: Buffer,
+  context: LazyContext,
+  start: number,
+  hint: ShapeHint,
+): readonly unknown[] {
+  const end = start + int32At(bytes, start) - 1
+  const array: unknown[] = []
+  let at = start + 4
+  while (at < end) {
+    const typeAt = at
+    const valueAt = skipCString(bytes, at + 1, end)
+    array.push(decodeValue(bytes, context, typeAt, valueAt, hint))
+    at = skipValue(bytes, bytes[typeAt]!, valueAt, end, typeAt + 1)
+  }
+  if (at !== end || bytes[end] !== 0) throw new BSONError('corrupt array bson')
+  return Object.freeze(array)
+}
+
+/** One value through js-bson itself: the element copied into a `{ "": value }` document. */
+function viaJsBson(bytes: Buffer, context: LazyContext, typeAt: number, at: number): unknown {
+  const type = bytes[typeAt]!
+  const valueEnd = skipValue(bytes, type, at, bytes.length, typeAt + 1)
+  const size = 4 + 2 + (valueEnd - at) + 1
+  const mini = Buffer.allocUnsafe(size)
+  mini.writeInt32LE(size, 0)
+  mini[4] = type
+  mini[5] = 0
+  bytes.copy(mini, 6, at, valueEnd)
+  mini[size - 1] = 0
+  return BSON.deserialize(mini, context.deserialize)['']
+}
+
+// bson >= 7.3 reads an ObjectId straight from (buffer, offset); older 7.x needs a 12-byte view.
+const objectIdAt: (bytes: Uint8Array, offset: number) => ObjectId = (() => {
+  const probe = new Uint8Array(24)
+  probe[23] = 1
+  try {
+    if (new (ObjectId as any)(probe, 12).toHexString() === '000000000000000000000001') {
+      return (bytes, offset) => new (ObjectId as any)(bytes, offset)
+    }
+  } catch {
+    // older bson: fall through
+  }
+  return (bytes, offset) => new ObjectId(bytes.subarray(offset, offset + 12))
+})()
