@@ -8,6 +8,26 @@ export { Collection, type CollectionOptions, type Filter, type WithId } from './
 export { AbstractCursor } from './cursor/abstract_cursor.js'
 export { FindCursor } from './cursor/find_cursor.js'
 export { AggregationCursor } from './cursor/aggregation_cursor.js'
+export { isLazyDocument, materialize, type LazyDocument } from './lazy.js'
+export {
+  firstDifference,
+  shadow,
+  ShadowCollection,
+  ShadowCursor,
+  type CompareOptions,
+  type Difference,
+  type DifferenceReason,
+  type ShadowableCollection,
+  type ShadowableCursor,
+  type ShadowErrorReport,
+  type ShadowLatency,
+  type ShadowMismatchReport,
+  type ShadowOperation,
+  type ShadowOptions,
+  type ShadowQuery,
+  type ShadowSide,
+  type ShadowStats,
+} from './shadow.js'
 export {
   Model,
   ModelQuery,
