@@ -81,18 +81,26 @@ describe('worker threads', () => {
     await client.close()
   })
 
-  it('survives terminating a worker during an in-flight find', async () => {
-    const worker = new Worker(
-      `const { parentPort, workerData } = require('node:worker_threads')
-       const { MongoClient } = require(workerData.entry)
-       MongoClient.connect(workerData.uri).then((client) => {
-         parentPort.postMessage('connected')
-         client.db('lifecycle').collection('none').aggregate([{ $match: {} }]).toArray()
-       })`,
-      { eval: true, workerData: { uri, entry: `${root}/dist/index.js` } },
-    )
-    await new Promise((resolve) => worker.once('message', resolve))
-    await worker.terminate()
+  it('survives terminating workers during in-flight cursor reads', async () => {
+    // The addon is loaded in this thread too: objects finalized with a terminated worker must not
+    // free memory that native work still running for them uses.
+    for (let round = 0; round < 20; round++) {
+      const worker = new Worker(
+        `const { parentPort, workerData } = require('node:worker_threads')
+         const { MongoClient } = require(workerData.entry)
+         MongoClient.connect(workerData.uri).then(async (client) => {
+           parentPort.postMessage('connected')
+           for (;;) {
+             const cursor = client.db('lifecycle').collection('none').find({})
+             await cursor.hasNext()
+             await cursor.close()
+           }
+         })`,
+        { eval: true, workerData: { uri, entry: `${root}/dist/index.js` } },
+      )
+      await new Promise((resolve) => worker.once('message', resolve))
+      await worker.terminate()
+    }
     const client = await MongoClient.connect(uri)
     expect(await client.db('lifecycle').collection('none').find({}).toArray()).toEqual([])
     await client.close()

@@ -6,12 +6,14 @@ use std::{
 };
 
 use bson::doc;
+use napi::{bindgen_prelude::PromiseRaw, Env};
 use napi_derive::napi;
 
 use crate::{
     collection::NativeCollection,
     cursor::CursorSlot,
     error::{Error, Result},
+    task::spawn,
 };
 
 /// How long `close()` waits for in-flight work before it stops waiting: a cursor busy in a
@@ -89,26 +91,29 @@ impl NativeClient {
     }
 
     /// Kills the client's open cursors on the server, then closes its connections. Idempotent.
-    #[napi]
-    pub async fn close(&self) -> napi::Result<()> {
-        let Some(client) = lock(&self.state.client).take() else {
-            return Ok(());
-        };
-        let cursors: Vec<_> = lock(&self.state.cursors)
-            .drain(..)
-            .filter_map(|cursor| cursor.upgrade())
-            .collect();
-        for slot in cursors {
-            // A cursor still busy after the grace period is dropped with the client instead.
-            let _ = tokio::time::timeout(CLOSE_GRACE, slot.close_for_client()).await;
-        }
-        // A non-immediate shutdown waits for the killCursors of the cursors just closed.
-        if tokio::time::timeout(CLOSE_GRACE, client.clone().shutdown())
-            .await
-            .is_err()
-        {
-            client.shutdown().immediate(true).await;
-        }
-        Ok(())
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let state = self.state.clone();
+        spawn(env, async move {
+            let Some(client) = lock(&state.client).take() else {
+                return Ok(());
+            };
+            let cursors: Vec<_> = lock(&state.cursors)
+                .drain(..)
+                .filter_map(|cursor| cursor.upgrade())
+                .collect();
+            for slot in cursors {
+                // A cursor still busy after the grace period is dropped with the client instead.
+                let _ = tokio::time::timeout(CLOSE_GRACE, slot.close_for_client()).await;
+            }
+            // A non-immediate shutdown waits for the killCursors of the cursors just closed.
+            if tokio::time::timeout(CLOSE_GRACE, client.clone().shutdown())
+                .await
+                .is_err()
+            {
+                client.shutdown().immediate(true).await;
+            }
+            Ok(())
+        })
     }
 }

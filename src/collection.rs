@@ -6,7 +6,10 @@ use bson::{doc, Bson, Document};
 use mongodb::options::{
     AggregateOptions, CountOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOptions,
 };
-use napi::bindgen_prelude::Buffer;
+use napi::{
+    bindgen_prelude::{Buffer, PromiseRaw},
+    Env,
+};
 use napi_derive::napi;
 
 use crate::{
@@ -14,6 +17,7 @@ use crate::{
     cursor::NativeCursor,
     error::{Error, Result},
     options::{document_from_bytes, OperationOptions},
+    task::spawn,
 };
 
 #[napi]
@@ -38,8 +42,14 @@ impl NativeCollection {
     /// Runs `find` and returns its cursor with the first batch buffered.
     /// `filter` and `options` are BSON documents built by the TypeScript layer; `tape` puts the
     /// batches on the tape for the JS decoder (false: raw BSON only).
-    #[napi]
-    pub async fn find(&self, filter: Buffer, options: Buffer, tape: bool) -> napi::Result<NativeCursor> {
+    #[napi(ts_return_type = "Promise<NativeCursor>")]
+    pub fn find<'env>(
+        &self,
+        env: &'env Env,
+        filter: Buffer,
+        options: Buffer,
+        tape: bool,
+    ) -> napi::Result<PromiseRaw<'env, NativeCursor>> {
         self.ensure_open()?;
         let filter = document_from_bytes(&filter)?;
         let mut taken = OperationOptions::from_bytes(&options, "find")?;
@@ -73,24 +83,22 @@ impl NativeCollection {
                 single_batch = false;
             }
         }
-        let cursor = self
-            .collection
-            .find(filter)
-            .with_options(find)
-            .batch()
-            .await
-            .map_err(Error::from)?;
-        Ok(NativeCursor::open(cursor, single_batch, tape, &self.client))
+        let (collection, client) = (self.collection.clone(), self.client.clone());
+        spawn(env, async move {
+            let cursor = collection.find(filter).with_options(find).batch().await?;
+            Ok(NativeCursor::open(cursor, single_batch, tape, &client))
+        })
     }
 
     /// Runs `aggregate`; `pipeline` is a BSON document `{ pipeline: [stage, ...] }`.
-    #[napi]
-    pub async fn aggregate(
+    #[napi(ts_return_type = "Promise<NativeCursor>")]
+    pub fn aggregate<'env>(
         &self,
+        env: &'env Env,
         pipeline: Buffer,
         options: Buffer,
         tape: bool,
-    ) -> napi::Result<NativeCursor> {
+    ) -> napi::Result<PromiseRaw<'env, NativeCursor>> {
         self.ensure_open()?;
         let stages = pipeline_from_bytes(&pipeline)?;
         let mut taken = OperationOptions::from_bytes(&options, "aggregate")?;
@@ -106,19 +114,25 @@ impl NativeCollection {
         aggregate.selection_criteria = taken.read_preference()?;
         aggregate.read_concern = taken.read_concern()?;
         taken.finish()?;
-        let cursor = self
-            .collection
-            .aggregate(stages)
-            .with_options(aggregate)
-            .batch()
-            .await
-            .map_err(Error::from)?;
-        Ok(NativeCursor::open(cursor, false, tape, &self.client))
+        let (collection, client) = (self.collection.clone(), self.client.clone());
+        spawn(env, async move {
+            let cursor = collection
+                .aggregate(stages)
+                .with_options(aggregate)
+                .batch()
+                .await?;
+            Ok(NativeCursor::open(cursor, false, tape, &client))
+        })
     }
 
     /// Counts the documents matching `filter` (an aggregation on the server, as in the official driver).
-    #[napi]
-    pub async fn count_documents(&self, filter: Buffer, options: Buffer) -> napi::Result<f64> {
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn count_documents<'env>(
+        &self,
+        env: &'env Env,
+        filter: Buffer,
+        options: Buffer,
+    ) -> napi::Result<PromiseRaw<'env, f64>> {
         self.ensure_open()?;
         let filter = document_from_bytes(&filter)?;
         let mut taken = OperationOptions::from_bytes(&options, "countDocuments")?;
@@ -132,18 +146,20 @@ impl NativeCollection {
         count.selection_criteria = taken.read_preference()?;
         count.read_concern = taken.read_concern()?;
         taken.finish()?;
-        let n = self
-            .collection
-            .count_documents(filter)
-            .with_options(count)
-            .await
-            .map_err(Error::from)?;
-        Ok(n as f64)
+        let collection = self.collection.clone();
+        spawn(env, async move {
+            let n = collection.count_documents(filter).with_options(count).await?;
+            Ok(n as f64)
+        })
     }
 
     /// The collection's document count from its metadata (`count` command).
-    #[napi]
-    pub async fn estimated_document_count(&self, options: Buffer) -> napi::Result<f64> {
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn estimated_document_count<'env>(
+        &self,
+        env: &'env Env,
+        options: Buffer,
+    ) -> napi::Result<PromiseRaw<'env, f64>> {
         self.ensure_open()?;
         let mut taken = OperationOptions::from_bytes(&options, "estimatedDocumentCount")?;
         let mut estimate = EstimatedDocumentCountOptions::default();
@@ -152,18 +168,25 @@ impl NativeCollection {
         estimate.selection_criteria = taken.read_preference()?;
         estimate.read_concern = taken.read_concern()?;
         taken.finish()?;
-        let n = self
-            .collection
-            .estimated_document_count()
-            .with_options(estimate)
-            .await
-            .map_err(Error::from)?;
-        Ok(n as f64)
+        let collection = self.collection.clone();
+        spawn(env, async move {
+            let n = collection
+                .estimated_document_count()
+                .with_options(estimate)
+                .await?;
+            Ok(n as f64)
+        })
     }
 
     /// The distinct values of `key`, as a BSON document `{ values: [...] }` for the JS decoder.
-    #[napi]
-    pub async fn distinct(&self, key: String, filter: Buffer, options: Buffer) -> napi::Result<Buffer> {
+    #[napi(ts_return_type = "Promise<Buffer>")]
+    pub fn distinct<'env>(
+        &self,
+        env: &'env Env,
+        key: String,
+        filter: Buffer,
+        options: Buffer,
+    ) -> napi::Result<PromiseRaw<'env, Buffer>> {
         self.ensure_open()?;
         let filter = document_from_bytes(&filter)?;
         let mut taken = OperationOptions::from_bytes(&options, "distinct")?;
@@ -175,14 +198,11 @@ impl NativeCollection {
         distinct.selection_criteria = taken.read_preference()?;
         distinct.read_concern = taken.read_concern()?;
         taken.finish()?;
-        let values = self
-            .collection
-            .distinct(key, filter)
-            .with_options(distinct)
-            .await
-            .map_err(Error::from)?;
-        let reply = doc! { "values": values };
-        Ok(reply.to_vec().map_err(Error::from)?.into())
+        let collection = self.collection.clone();
+        spawn(env, async move {
+            let values = collection.distinct(key, filter).with_options(distinct).await?;
+            Ok(doc! { "values": values }.to_vec()?.into())
+        })
     }
 }
 

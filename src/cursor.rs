@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use mongodb::raw_batch_cursor::RawBatchCursor;
+use napi::{bindgen_prelude::PromiseRaw, Env};
 use napi_derive::napi;
 use tokio::sync::Mutex;
 
@@ -11,6 +12,7 @@ use crate::{
     batch::{encode_batch, DocumentBatch},
     client::ClientState,
     error::Error,
+    task::spawn,
 };
 
 enum CursorState {
@@ -60,33 +62,40 @@ impl NativeCursor {
 #[napi]
 impl NativeCursor {
     /// The next server batch, or `null` once the cursor is exhausted or closed.
-    #[napi]
-    pub async fn next_batch(&self) -> napi::Result<Option<DocumentBatch>> {
-        let mut state = self.slot.state.lock().await;
-        let cursor = match &mut *state {
-            CursorState::Open(cursor) => cursor,
-            CursorState::Done => return Ok(None),
-            CursorState::ClientClosed => return Err(Error::Closed("client").into()),
-        };
-        let result = cursor.next().await;
-        if self.single_batch || !matches!(result, Some(Ok(_))) {
-            *state = CursorState::Done;
-        }
-        // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
-        drop(state);
-        match result {
-            None => Ok(None),
-            Some(Err(error)) => Err(Error::from(error).into()),
-            Some(Ok(batch)) => Ok(Some(encode_batch(batch, self.tape, self.single_batch).await?)),
-        }
+    #[napi(ts_return_type = "Promise<DocumentBatch | null>")]
+    pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
+        let (slot, single_batch, tape) = (self.slot.clone(), self.single_batch, self.tape);
+        spawn(env, async move {
+            let mut state = slot.state.lock().await;
+            let cursor = match &mut *state {
+                CursorState::Open(cursor) => cursor,
+                CursorState::Done => return Ok(None),
+                CursorState::ClientClosed => return Err(Error::Closed("client")),
+            };
+            let result = cursor.next().await;
+            if single_batch || !matches!(result, Some(Ok(_))) {
+                *state = CursorState::Done;
+            }
+            // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
+            drop(state);
+            match result {
+                None => Ok(None),
+                Some(Err(error)) => Err(error.into()),
+                Some(Ok(batch)) => Ok(Some(encode_batch(batch, tape, single_batch).await?)),
+            }
+        })
     }
 
     /// Kills the server cursor if it is still open. Idempotent.
-    #[napi]
-    pub async fn close(&self) {
-        let mut state = self.slot.state.lock().await;
-        if let CursorState::Open(_) = &*state {
-            *state = CursorState::Done;
-        }
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let slot = self.slot.clone();
+        spawn(env, async move {
+            let mut state = slot.state.lock().await;
+            if let CursorState::Open(_) = &*state {
+                *state = CursorState::Done;
+            }
+            Ok(())
+        })
     }
 }

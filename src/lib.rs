@@ -8,3 +8,4 @@ mod cursor;
 mod error;
 mod options;
 mod tape;
+mod task;
