@@ -67,6 +67,28 @@ async function forEachDocument(documents, visit) {
   else for (const document of documents) visit(document)
 }
 
+/**
+ * A findLazy path that reads `fieldsOf(document, query)` of every document: how much of the lazy
+ * advantage is left as more fields are read.
+ */
+function lazyPath(id, label, note, fieldsOf) {
+  return rumongoPath({
+    id,
+    label,
+    feature: 'findLazy',
+    note,
+    async run(collection, query) {
+      let count = 0
+      let missingFields = 0
+      await forEachDocument(await collection.findLazy(query.filter, findOptions(query)), (document) => {
+        for (const field of fieldsOf(document, query)) if (document[field] === undefined) missingFields++
+        count++
+      })
+      return { count, missingFields }
+    },
+  })
+}
+
 const official = {
   id: 'official',
   label: 'mongodb find().toArray()',
@@ -180,22 +202,13 @@ export const PATHS = [
       }
     },
   },
-  rumongoPath({
-    id: 'rumongo-lazy',
-    label: 'rumongo findLazy()',
-    feature: 'findLazy',
-    note: 'reads 2 fields per doc',
-    async run(collection, query) {
-      const [first, second] = query.lazyFields
-      let count = 0
-      let missingFields = 0
-      await forEachDocument(await collection.findLazy(query.filter, findOptions(query)), (document) => {
-        if (document[first] === undefined || document[second] === undefined) missingFields++
-        count++
-      })
-      return { count, missingFields }
-    },
-  }),
+  lazyPath('rumongo-lazy', 'rumongo findLazy()', 'reads 2 fields per doc', (_, query) => query.lazyFields),
+  lazyPath('rumongo-lazy-10', 'rumongo findLazy() 10 fields', 'reads 10 fields per doc', (document) =>
+    Reflect.ownKeys(document).slice(0, 10),
+  ),
+  lazyPath('rumongo-lazy-all', 'rumongo findLazy() all fields', 'reads every field', (document) =>
+    Reflect.ownKeys(document),
+  ),
   rumongoPath({
     id: 'rumongo-cursor',
     label: 'rumongo findCursor() stream',
