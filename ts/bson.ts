@@ -2,7 +2,7 @@
  * BSON options as the official driver resolves them, and the serialization of values sent to Rust.
  * @module
  */
-import { BSON, type Document } from 'bson'
+import { BSON, ObjectId, type Document } from 'bson'
 import { MongoInvalidArgumentError } from './errors.js'
 
 /** How documents are turned into BSON for the server (filters, pipelines, options). */
@@ -99,3 +99,32 @@ export function describe(value: unknown): string {
   if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'null prototype'})`
   return `${typeof value} ${String(value).slice(0, 40)}`
 }
+
+/** js-bson's deserialize options. */
+export type DeserializeOptions = Parameters<typeof BSON.deserialize>[1] & {}
+
+/** The options js-bson decodes results with, as the official driver derives them. */
+export function toDeserializeOptions(options: ResolvedBSONOptions): DeserializeOptions {
+  return {
+    promoteValues: options.promoteValues,
+    promoteLongs: options.promoteLongs,
+    promoteBuffers: options.promoteBuffers,
+    useBigInt64: options.useBigInt64,
+    bsonRegExp: options.bsonRegExp,
+    validation: { utf8: options.enableUtf8Validation },
+  }
+}
+
+/** An ObjectId from the 12 bytes at `offset`: bson >= 7.3 reads them in place, older 7.x needs a view. */
+export const objectIdAt: (bytes: Uint8Array, offset: number) => ObjectId = (() => {
+  const probe = new Uint8Array(24)
+  probe[23] = 1
+  try {
+    if (new (ObjectId as any)(probe, 12).toHexString() === '000000000000000000000001') {
+      return (bytes, offset) => new (ObjectId as any)(bytes, offset)
+    }
+  } catch {
+    // older bson: fall through
+  }
+  return (bytes, offset) => new ObjectId(bytes.subarray(offset, offset + 12))
+})()

@@ -10,10 +10,13 @@
  * @module
  */
 import { BSON, Double, Int32, Long, ObjectId, type Document } from 'bson'
-import type { ResolvedBSONOptions } from './bson.js'
+import {
+  objectIdAt,
+  toDeserializeOptions,
+  type DeserializeOptions,
+  type ResolvedBSONOptions,
+} from './bson.js'
 import type { DocumentBatch } from './native.cjs'
-
-type DeserializeOptions = Parameters<typeof BSON.deserialize>[1] & {}
 
 /** A decoder for one operation's BSON options, reused for each of its batches. */
 export interface BatchDecoder {
@@ -45,20 +48,6 @@ interface Shape {
 
 /** Builds one document of a shape, reading its values from the tape. */
 type Builder = (reader: TapeReader) => Document
-
-// bson >= 7.3 reads an ObjectId straight from (buffer, offset); older 7.x needs a 12-byte view.
-const objectIdAt: (bytes: Uint8Array, offset: number) => ObjectId = (() => {
-  const probe = new Uint8Array(24)
-  probe[23] = 1
-  try {
-    if (new (ObjectId as any)(probe, 12).toHexString() === '000000000000000000000001') {
-      return (bytes, offset) => new (ObjectId as any)(bytes, offset)
-    }
-  } catch {
-    // older bson: fall through
-  }
-  return (bytes, offset) => new ObjectId(bytes.subarray(offset, offset + 12))
-})()
 
 /** Reads values off one batch's tape; generated builders call its methods. */
 class TapeReader {
@@ -265,14 +254,7 @@ function builderFor(shape: Shape, options: DecoderOptions, variant: string): Bui
 
 /** A decoder with exactly the official driver's values and types for these options. */
 export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
-  const deserialize: DeserializeOptions = {
-    promoteValues: options.promoteValues,
-    promoteLongs: options.promoteLongs,
-    promoteBuffers: options.promoteBuffers,
-    useBigInt64: options.useBigInt64,
-    bsonRegExp: options.bsonRegExp,
-    validation: { utf8: options.enableUtf8Validation },
-  }
+  const deserialize = toDeserializeOptions(options)
   const decoderOptions: DecoderOptions = {
     promoteValues: options.promoteValues,
     promoteNumbers: options.promoteLongs && options.promoteValues,

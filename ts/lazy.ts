@@ -14,10 +14,13 @@
  * @module
  */
 import { inspect } from 'node:util'
-import { BSON, BSONError, Double, Int32, Long, ObjectId, type Document } from 'bson'
-import type { ResolvedBSONOptions } from './bson.js'
-
-type DeserializeOptions = Parameters<typeof BSON.deserialize>[1] & {}
+import { BSON, BSONError, Double, Int32, Long, type Document } from 'bson'
+import {
+  objectIdAt,
+  toDeserializeOptions,
+  type DeserializeOptions,
+  type ResolvedBSONOptions,
+} from './bson.js'
 
 /**
  * A read-only lazy view of a document of type `T`: reads like `T` (fields, spread, `Object.keys`,
@@ -179,14 +182,7 @@ export function createLazyContext(options: ResolvedBSONOptions): LazyContext {
     promoteNumbers: options.promoteLongs && options.promoteValues,
     useBigInt64: options.useBigInt64,
     validateUtf8: options.enableUtf8Validation,
-    deserialize: {
-      promoteValues: options.promoteValues,
-      promoteLongs: options.promoteLongs,
-      promoteBuffers: options.promoteBuffers,
-      useBigInt64: options.useBigInt64,
-      bsonRegExp: options.bsonRegExp,
-      validation: { utf8: options.enableUtf8Validation },
-    },
+    deserialize: toDeserializeOptions(options),
     shapes: new Map(),
   }
 }
@@ -514,17 +510,3 @@ function viaJsBson(bytes: Buffer, context: LazyContext, typeAt: number, at: numb
   mini[size - 1] = 0
   return BSON.deserialize(mini, context.deserialize)['']
 }
-
-// bson >= 7.3 reads an ObjectId straight from (buffer, offset); older 7.x needs a 12-byte view.
-const objectIdAt: (bytes: Uint8Array, offset: number) => ObjectId = (() => {
-  const probe = new Uint8Array(24)
-  probe[23] = 1
-  try {
-    if (new (ObjectId as any)(probe, 12).toHexString() === '000000000000000000000001') {
-      return (bytes, offset) => new (ObjectId as any)(bytes, offset)
-    }
-  } catch {
-    // older bson: fall through
-  }
-  return (bytes, offset) => new ObjectId(bytes.subarray(offset, offset + 12))
-})()
