@@ -21,7 +21,7 @@ import {
   UUID,
   type Document,
 } from 'mongodb'
-import { BSON_OPTION_CASES, expectIdentical } from './setup/helpers.js'
+import { BSON_OPTION_CASES, expectIdentical, officialDeserializeOptions } from './setup/helpers.js'
 import { randomDocuments } from './setup/random_documents.js'
 
 // Internal modules of the built package: the decoder seam, below the public API.
@@ -95,14 +95,7 @@ function encodeAsServerBatch(documents: Document[], tape = true) {
 /** What the official driver does with a document's bytes under the same options. */
 function officialDecode(documents: Document[], options: Document): Document[] {
   return documents.map((document) =>
-    BSON.deserialize(BSON.serialize(document), {
-      promoteValues: options.promoteValues,
-      promoteLongs: options.promoteLongs,
-      promoteBuffers: options.promoteBuffers,
-      useBigInt64: options.useBigInt64,
-      bsonRegExp: options.bsonRegExp,
-      validation: { utf8: options.enableUtf8Validation },
-    }),
+    BSON.deserialize(BSON.serialize(document), officialDeserializeOptions(options)),
   )
 }
 

@@ -94,3 +94,18 @@ export const BSON_OPTION_CASES: [string, Record<string, boolean>][] = [
   ['bsonRegExp: true', { bsonRegExp: true }],
   ['enableUtf8Validation: false', { enableUtf8Validation: false }],
 ]
+
+/**
+ * The js-bson options the official driver decodes with under the given BSON options: the
+ * reference side of decoder tests, written out here rather than taken from rumongo's code.
+ */
+export function officialDeserializeOptions(options: Record<string, unknown>) {
+  return {
+    promoteValues: options.promoteValues as boolean,
+    promoteLongs: options.promoteLongs as boolean,
+    promoteBuffers: options.promoteBuffers as boolean,
+    useBigInt64: options.useBigInt64 as boolean,
+    bsonRegExp: options.bsonRegExp as boolean,
+    validation: { utf8: options.enableUtf8Validation as boolean },
+  }
+}
