@@ -1,6 +1,9 @@
 // `npm test`: runs vitest (arguments pass through). The package is built by `pretest`; the
 // embedded server is started by __tests__/setup/global.ts unless MONGODB_URI is set.
+// Ends with one plain line "vitest: N passed, N failed[, N skipped]" that CI logs can be read by.
 import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 
@@ -10,10 +13,26 @@ if (Number(process.versions.node.split('.')[0]) < 21) {
   const compat = pathToFileURL(join(root, 'scripts', 'node20-compat.mjs')).href
   env.NODE_OPTIONS = `${env.NODE_OPTIONS ?? ''} --import ${compat}`.trim()
 }
+const reportDir = mkdtempSync(join(tmpdir(), 'rumongo-test-'))
+const report = join(reportDir, 'report.json')
 const vitest = join(root, 'node_modules', 'vitest', 'vitest.mjs')
-const result = spawnSync(process.execPath, [vitest, 'run', ...process.argv.slice(2)], {
+const args = [vitest, 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`]
+const result = spawnSync(process.execPath, [...args, ...process.argv.slice(2)], {
   cwd: root,
   env,
   stdio: 'inherit',
 })
+try {
+  const { numPassedTests, numFailedTests, numPendingTests, numTodoTests } = JSON.parse(
+    readFileSync(report, 'utf8'),
+  )
+  const skipped = numPendingTests + numTodoTests
+  console.log(
+    `vitest: ${numPassedTests} passed, ${numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`,
+  )
+} catch {
+  // No report (vitest failed before running tests): its exit status says what happened.
+} finally {
+  rmSync(reportDir, { recursive: true, force: true })
+}
 process.exit(result.status ?? 1)
