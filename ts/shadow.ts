@@ -9,6 +9,7 @@ import { describe } from './bson.js'
 import type { Collection, Filter, WithId } from './collection.js'
 import { firstDifference, redactValue, typeName, type DifferenceReason } from './compare.js'
 import { MongoInvalidArgumentError } from './errors.js'
+import { iterateAndClose } from './cursor/abstract_cursor.js'
 import type {
   AggregateOptions,
   CountDocumentsOptions,
@@ -327,14 +328,8 @@ export class ShadowCursor<TSchema = Document> implements AsyncIterable<TSchema>,
     return Readable.from(this)
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void> {
-    try {
-      for (let document = await this.next(); document !== null; document = await this.next()) {
-        yield document
-      }
-    } finally {
-      await this.close()
-    }
+  [Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void> {
+    return iterateAndClose(this)
   }
 
   /** Makes the cursor awaitable: resolves to `toArray()`. */

@@ -167,14 +167,8 @@ export abstract class AbstractCursor<TSchema = Document>
     return Readable.from(this)
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void> {
-    try {
-      for (let document = await this.next(); document !== null; document = await this.next()) {
-        yield document
-      }
-    } finally {
-      await this.close()
-    }
+  [Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void> {
+    return iterateAndClose(this)
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -250,4 +244,18 @@ function requestBatch(native: NativeCursor): Promise<DocumentBatch | null> {
   // A prefetch the cursor never awaits (closed first) must not become an unhandled rejection.
   request.catch(() => undefined)
   return request
+}
+
+/** Yields `next()` until it returns null, closing the cursor however the iteration ends (`break`, throw). */
+export async function* iterateAndClose<T>(cursor: {
+  next(): Promise<T | null>
+  close(): Promise<void>
+}): AsyncGenerator<T, void, void> {
+  try {
+    for (let document = await cursor.next(); document !== null; document = await cursor.next()) {
+      yield document
+    }
+  } finally {
+    await cursor.close()
+  }
 }
