@@ -128,7 +128,7 @@ function decoders() {
       label: 'rumongo encode (Rust, encodeTestBatch)',
       note: 'off the main thread in real queries',
       run: (batches, state) =>
-        (state.encoded = batches.map(({ reply }) => encodeTestBatch(reply, decoder.wantsTape !== false))),
+        (state.encoded = batches.map(({ reply }) => encodeTestBatch(reply, decoder.wantsTape !== false ? 'tape' : 'raw'))),
       count: (encoded) => encoded.reduce((sum, batch) => sum + batch.count, 0),
     },
     {

@@ -4,35 +4,58 @@ use std::panic::AssertUnwindSafe;
 
 use bson::RawArray;
 use mongodb::raw_batch_cursor::RawBatch;
-use napi::bindgen_prelude::{Buffer, Float64Array};
+use napi::bindgen_prelude::{BigInt, Buffer, Float64Array, Uint32Array};
 use napi_derive::napi;
 
 use crate::{
     error::{Error, Result},
+    json::{self, JsonFormat},
     tape::Tape,
 };
 
-/// One server batch: its documents' BSON back to back and, unless raw BSON was asked for or the
-/// batch holds something only js-bson decides on (see `tape.rs`), the same documents on a tape.
+/// What a cursor prepares from each server batch besides its raw BSON.
+#[napi(string_enum = "camelCase")]
+#[derive(Clone, Copy)]
+pub enum BatchOutput {
+    /// The tape, for the JS decoder (`ts/decode.ts`).
+    Tape,
+    /// Nothing: the caller reads raw BSON.
+    Raw,
+    /// JSON text as relaxed Extended JSON (see `json.rs`).
+    RelaxedJson,
+    /// JSON text as `JSON.stringify` of the official driver's documents.
+    PlainJson,
+}
+
+/// One server batch: its documents' BSON back to back and what `BatchOutput` asked for: the same
+/// documents on a tape (unless the batch holds something only js-bson decides on, see `tape.rs`),
+/// or as JSON text.
 #[napi(object)]
 pub struct DocumentBatch {
     pub documents: Buffer,
     pub count: u32,
     /// Whether the server cursor has more batches (worth asking for the next one ahead of time).
     pub has_more: bool,
+    /// The server cursor's id as of this batch (0 once exhausted); absent for test batches.
+    pub cursor_id: Option<BigInt>,
     pub slots: Option<Float64Array>,
     pub ascii: Option<Buffer>,
     pub utf8: Option<Buffer>,
     pub extras: Option<Buffer>,
     pub shapes: Option<String>,
+    /// The documents as JSON, comma-separated, without brackets.
+    pub json: Option<Buffer>,
+    /// Documents JS renders into `json` itself: triples of (offset in `json`, offset and length
+    /// in `documents`).
+    pub json_deferred: Option<Uint32Array>,
 }
 
 /// Encodes a server reply's batch on the rayon pool, keeping CPU work off both the JS thread and
 /// the tokio workers that serve I/O. `last` says no batch can follow it.
-pub async fn encode_batch(batch: RawBatch, tape: bool, last: bool) -> Result<DocumentBatch> {
+pub async fn encode_batch(batch: RawBatch, output: BatchOutput, last: bool) -> Result<DocumentBatch> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     rayon::spawn(move || {
-        let encoded = std::panic::catch_unwind(AssertUnwindSafe(|| encode_reply(&batch, tape, last)))
+        let encoded = std::panic::catch_unwind(AssertUnwindSafe(|| encode_reply(&batch, output, last)))
             .unwrap_or(Err(Error::Internal("decoding a batch panicked")));
         let _ = sender.send(encoded);
     });
@@ -41,26 +64,27 @@ pub async fn encode_batch(batch: RawBatch, tape: bool, last: bool) -> Result<Doc
         .unwrap_or(Err(Error::Internal("the batch decoder stopped")))
 }
 
-fn encode_reply(batch: &RawBatch, tape: bool, last: bool) -> Result<DocumentBatch> {
-    let mut encoded = encode_documents(batch.doc_slices()?, tape)?;
+fn encode_reply(batch: &RawBatch, output: BatchOutput, last: bool) -> Result<DocumentBatch> {
+    let mut encoded = encode_documents(batch.doc_slices()?, output)?;
     let cursor_id = batch.as_raw_document().get_document("cursor")?.get_i64("id")?;
     encoded.has_more = !last && cursor_id != 0;
+    encoded.cursor_id = Some(cursor_id.into());
     Ok(encoded)
 }
 
 /// Encodes the batch in a BSON document `{ batch: [doc, ...] }` the way a server reply's
 /// `firstBatch` is encoded: lets tests and benchmarks feed any bytes through the same path.
 #[napi]
-pub fn encode_test_batch(reply: Buffer, tape: bool) -> napi::Result<DocumentBatch> {
+pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<DocumentBatch> {
     let reply = bson::RawDocument::from_bytes(reply.as_ref()).map_err(Error::from)?;
     Ok(encode_documents(
         reply.get_array("batch").map_err(Error::from)?,
-        tape,
+        output,
     )?)
 }
 
-/// Copies the documents into one contiguous buffer, then tapes them.
-fn encode_documents(array: &RawArray, tape: bool) -> Result<DocumentBatch> {
+/// Copies the documents into one contiguous buffer, then tapes or transcodes them.
+fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBatch> {
     let mut documents = Vec::with_capacity(array.as_bytes().len());
     let mut count = 0u32;
     for element in array {
@@ -70,10 +94,14 @@ fn encode_documents(array: &RawArray, tape: bool) -> Result<DocumentBatch> {
         documents.extend_from_slice(document.as_bytes());
         count += 1;
     }
-    let tape = if tape {
-        Tape::encode(&documents, count as usize).ok()
-    } else {
-        None
+    let tape = match output {
+        BatchOutput::Tape => Tape::encode(&documents, count as usize).ok(),
+        _ => None,
+    };
+    let json = match output {
+        BatchOutput::RelaxedJson => Some(json::transcode(&documents, count as usize, JsonFormat::Relaxed)),
+        BatchOutput::PlainJson => Some(json::transcode(&documents, count as usize, JsonFormat::Plain)),
+        _ => None,
     };
     let shapes = tape.as_ref().map(Tape::shapes_json);
     let (slots, ascii, utf8, extras) = match tape {
@@ -85,14 +113,21 @@ fn encode_documents(array: &RawArray, tape: bool) -> Result<DocumentBatch> {
         ),
         None => (None, None, None, None),
     };
+    let (json, json_deferred) = match json {
+        Some(batch) => (Some(batch.text.into()), Some(Uint32Array::new(batch.deferred))),
+        None => (None, None),
+    };
     Ok(DocumentBatch {
         documents: documents.into(),
         count,
         has_more: false,
+        cursor_id: None,
         slots,
         ascii,
         utf8,
         extras,
         shapes,
+        json,
+        json_deferred,
     })
 }

@@ -13,6 +13,7 @@ use napi::{
 use napi_derive::napi;
 
 use crate::{
+    batch::BatchOutput,
     client::ClientState,
     cursor::NativeCursor,
     error::{Error, Result},
@@ -40,15 +41,15 @@ impl NativeCollection {
 #[napi]
 impl NativeCollection {
     /// Runs `find` and returns its cursor with the first batch buffered.
-    /// `filter` and `options` are BSON documents built by the TypeScript layer; `tape` puts the
-    /// batches on the tape for the JS decoder (false: raw BSON only).
+    /// `filter` and `options` are BSON documents built by the TypeScript layer; `output` says what
+    /// each batch is prepared as.
     #[napi(ts_return_type = "Promise<NativeCursor>")]
     pub fn find<'env>(
         &self,
         env: &'env Env,
         filter: Buffer,
         options: Buffer,
-        tape: bool,
+        output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, NativeCursor>> {
         self.ensure_open()?;
         let filter = document_from_bytes(&filter)?;
@@ -86,7 +87,7 @@ impl NativeCollection {
         let (collection, client) = (self.collection.clone(), self.client.clone());
         spawn(env, async move {
             let cursor = collection.find(filter).with_options(find).batch().await?;
-            Ok(NativeCursor::open(cursor, single_batch, tape, &client))
+            Ok(NativeCursor::open(cursor, single_batch, output, &client))
         })
     }
 
@@ -97,7 +98,7 @@ impl NativeCollection {
         env: &'env Env,
         pipeline: Buffer,
         options: Buffer,
-        tape: bool,
+        output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, NativeCursor>> {
         self.ensure_open()?;
         let stages = pipeline_from_bytes(&pipeline)?;
@@ -121,7 +122,7 @@ impl NativeCollection {
                 .with_options(aggregate)
                 .batch()
                 .await?;
-            Ok(NativeCursor::open(cursor, false, tape, &client))
+            Ok(NativeCursor::open(cursor, false, output, &client))
         })
     }
 

@@ -9,7 +9,7 @@ use napi_derive::napi;
 use tokio::sync::Mutex;
 
 use crate::{
-    batch::{encode_batch, DocumentBatch},
+    batch::{encode_batch, BatchOutput, DocumentBatch},
     client::ClientState,
     error::Error,
     task::spawn,
@@ -41,12 +41,17 @@ pub struct NativeCursor {
     slot: Arc<CursorSlot>,
     /// `singleBatch` without a limit: the crate has no such option, so stop after one batch.
     single_batch: bool,
-    /// Put batches on the tape (false when the caller wants raw BSON).
-    tape: bool,
+    /// What each batch is prepared as for JS.
+    output: BatchOutput,
 }
 
 impl NativeCursor {
-    pub fn open(cursor: RawBatchCursor, single_batch: bool, tape: bool, client: &ClientState) -> Self {
+    pub fn open(
+        cursor: RawBatchCursor,
+        single_batch: bool,
+        output: BatchOutput,
+        client: &ClientState,
+    ) -> Self {
         let slot = Arc::new(CursorSlot {
             state: Mutex::new(CursorState::Open(Box::new(cursor))),
         });
@@ -54,7 +59,7 @@ impl NativeCursor {
         Self {
             slot,
             single_batch,
-            tape,
+            output,
         }
     }
 }
@@ -64,7 +69,7 @@ impl NativeCursor {
     /// The next server batch, or `null` once the cursor is exhausted or closed.
     #[napi(ts_return_type = "Promise<DocumentBatch | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
-        let (slot, single_batch, tape) = (self.slot.clone(), self.single_batch, self.tape);
+        let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
         spawn(env, async move {
             let mut state = slot.state.lock().await;
             let cursor = match &mut *state {
@@ -81,7 +86,7 @@ impl NativeCursor {
             match result {
                 None => Ok(None),
                 Some(Err(error)) => Err(error.into()),
-                Some(Ok(batch)) => Ok(Some(encode_batch(batch, tape, single_batch).await?)),
+                Some(Ok(batch)) => Ok(Some(encode_batch(batch, output, single_batch).await?)),
             }
         })
     }

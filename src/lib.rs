@@ -6,6 +6,7 @@ mod client;
 mod collection;
 mod cursor;
 mod error;
+mod json;
 mod options;
 mod tape;
 mod task;

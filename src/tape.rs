@@ -356,7 +356,7 @@ impl Tape {
     }
 }
 
-fn fixed<const N: usize>(bytes: &[u8], start: usize) -> Step<[u8; N]> {
+pub(crate) fn fixed<const N: usize>(bytes: &[u8], start: usize) -> Step<[u8; N]> {
     bytes
         .get(start..start + N)
         .and_then(|slice| slice.try_into().ok())
@@ -364,7 +364,7 @@ fn fixed<const N: usize>(bytes: &[u8], start: usize) -> Step<[u8; N]> {
 }
 
 /// The declared length of the document at `start`, checked against the bytes available.
-fn document_length(bytes: &[u8], start: usize) -> Step<usize> {
+pub(crate) fn document_length(bytes: &[u8], start: usize) -> Step<usize> {
     let length = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| NotTapeable)?;
     if length < 5 || start + length > bytes.len() || bytes[start + length - 1] != 0 {
         return Err(NotTapeable);
@@ -372,7 +372,7 @@ fn document_length(bytes: &[u8], start: usize) -> Step<usize> {
     Ok(length)
 }
 
-fn cstring_end(bytes: &[u8], start: usize) -> Step<usize> {
+pub(crate) fn cstring_end(bytes: &[u8], start: usize) -> Step<usize> {
     bytes
         .get(start..)
         .and_then(|rest| rest.iter().position(|&byte| byte == 0))

@@ -9,6 +9,7 @@ import { FindCursor } from './cursor/find_cursor.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { createDecoder } from './decode.js'
 import { callNative, MongoInvalidArgumentError } from './errors.js'
+import { findJson, pipeJson, type JsonOptions, type PipeJsonResult } from './json.js'
 import { lazyDocumentFactory, type LazyDocument } from './lazy.js'
 import type { NativeCollection } from './native.cjs'
 import {
@@ -32,6 +33,14 @@ export type WithId<TSchema> = Omit<TSchema, '_id'> & {
 
 /** A query filter: field conditions on `T` plus any operator document the server accepts. */
 export type Filter<TSchema> = { [Key in keyof WithId<TSchema>]?: unknown } & Document
+
+/** Options of `findCursor`: those of `find`, plus how documents are delivered. */
+export interface FindCursorOptions extends FindOptions {
+  /** Yield lazy documents (see `findLazy`) instead of plain ones. Default false. */
+  lazy?: boolean
+  /** Server batches fetched ahead of the one being read (default 1); see `AbstractCursor.prefetch`. */
+  prefetch?: number
+}
 
 /** Options for `db.collection()`: BSON options inherited by its operations. */
 export type CollectionOptions = BSONOptions
@@ -96,6 +105,71 @@ export class Collection<TSchema extends Document = Document> {
    */
   find(filter: Filter<TSchema> | ObjectId = {}, options: FindOptions = {}): FindCursor<WithId<TSchema>> {
     return new FindCursor(this.#cursorSource(), checkFilter(filter), options)
+  }
+
+  /**
+   * A streaming cursor over the documents matching `filter`, for results too large to hold at once:
+   * memory stays bounded by a few server batches whatever the result size, because batches are
+   * fetched only `prefetch` ahead of the reader.
+   *
+   * ```js
+   * for await (const doc of orders.findCursor({ region: 'eu' }, { batchSize: 1000 })) ...
+   * let batch; while ((batch = await cursor.nextBatch())) handle(batch)
+   * cursor.stream().pipe(transform)   // object mode, backpressure honoured
+   * ```
+   * Leaving a `for await` early (break, throw) closes the server cursor; so does `close()`, closing
+   * the client, or the cursor being garbage-collected unclosed. `{ lazy: true }` yields lazy
+   * documents (see {@link findLazy}).
+   */
+  findCursor(
+    filter?: Filter<TSchema> | ObjectId,
+    options?: FindCursorOptions & { lazy?: false },
+  ): FindCursor<WithId<TSchema>>
+  findCursor(
+    filter: Filter<TSchema> | ObjectId,
+    options: FindCursorOptions & { lazy: true },
+  ): FindCursor<LazyDocument<WithId<TSchema>>>
+  findCursor(
+    filter: Filter<TSchema> | ObjectId = {},
+    options: FindCursorOptions = {},
+  ): FindCursor<WithId<TSchema>> | FindCursor<LazyDocument<WithId<TSchema>>> {
+    const { lazy = false, prefetch, ...findOptions } = options ?? {}
+    if (typeof lazy !== 'boolean') {
+      throw new MongoInvalidArgumentError(`findCursor option "lazy" must be a boolean, got ${describe(lazy)}`)
+    }
+    if (!lazy) {
+      const cursor = this.find(filter, findOptions)
+      return prefetch === undefined ? cursor : cursor.prefetch(prefetch)
+    }
+    const { bson } = resolveOperationOptions(FIND, findOptions, this.#bsonOptions)
+    const toLazy = lazyDocumentFactory(bson)
+    const cursor = this.find(filter, { ...findOptions, raw: true })
+    if (prefetch !== undefined) cursor.prefetch(prefetch)
+    return cursor.map((raw) => toLazy(raw as unknown as Buffer) as LazyDocument<WithId<TSchema>>)
+  }
+
+  /**
+   * The documents matching `filter` as one JSON array (a Buffer of UTF-8), transcoded from BSON in
+   * Rust: no JS object is built. `options.format` picks relaxed Extended JSON (default) or plain
+   * `JSON.stringify` output; see {@link JsonFormat}. Decode options other than
+   * `enableUtf8Validation` do not apply (passing one is an error).
+   */
+  async findJson(filter: Filter<TSchema> | ObjectId = {}, options: JsonOptions = {}): Promise<Buffer> {
+    return findJson(this.#cursorSource(), checkFilter(filter), options ?? {})
+  }
+
+  /**
+   * Streams the documents matching `filter` into `destination` (an HTTP response, a file, any
+   * Writable) as one JSON array, batch by batch, honouring backpressure, then ends it. If the
+   * destination closes early (the client went away) or the query fails, the cursor is closed,
+   * the destination destroyed and the promise rejects. Same formats as {@link findJson}.
+   */
+  async pipeJson(
+    filter: Filter<TSchema> | ObjectId,
+    options: JsonOptions,
+    destination: NodeJS.WritableStream,
+  ): Promise<PipeJsonResult> {
+    return pipeJson(this.#cursorSource(), checkFilter(filter), options ?? {}, destination)
   }
 
   /**

@@ -4,7 +4,14 @@
  * @module
  */
 export { MongoClient, Db, type MongoClientOptions } from './mongo_client.js'
-export { Collection, type CollectionOptions, type Filter, type WithId } from './collection.js'
+export {
+  Collection,
+  type CollectionOptions,
+  type Filter,
+  type FindCursorOptions,
+  type WithId,
+} from './collection.js'
+export type { JsonFormat, JsonOptions, PipeJsonResult } from './json.js'
 export { AbstractCursor } from './cursor/abstract_cursor.js'
 export { FindCursor } from './cursor/find_cursor.js'
 export { AggregationCursor } from './cursor/aggregation_cursor.js'

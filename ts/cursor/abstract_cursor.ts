@@ -4,11 +4,16 @@
  * @module
  */
 import { Readable } from 'node:stream'
-import type { Document } from 'bson'
-import type { ResolvedBSONOptions } from '../bson.js'
-import { createDecoder, type BatchDecoder } from '../decode.js'
-import { callNative, MongoCursorExhaustedError, MongoCursorInUseError } from '../errors.js'
-import type { DocumentBatch, NativeCollection, NativeCursor } from '../native.cjs'
+import { Long, type Document } from 'bson'
+import { describe, type ResolvedBSONOptions } from '../bson.js'
+import { createDecoder } from '../decode.js'
+import {
+  callNative,
+  MongoCursorExhaustedError,
+  MongoCursorInUseError,
+  MongoInvalidArgumentError,
+} from '../errors.js'
+import { BatchOutput, type DocumentBatch, type NativeCollection, type NativeCursor } from '../native.cjs'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
 export interface CursorSource {
@@ -21,6 +26,9 @@ export interface CursorSource {
 
 type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'closed'
 
+/** Turns one native batch into the items a cursor yields. */
+export type BatchDecode = (batch: DocumentBatch) => unknown[]
+
 /**
  * A cursor over query results. Lazy: nothing is sent until the first read.
  * Also a thenable, so `await collection.find(filter)` resolves to the array of all documents.
@@ -31,12 +39,18 @@ export abstract class AbstractCursor<TSchema = Document>
   readonly #source: CursorSource
   #state: CursorState = 'new'
   #native: NativeCursor | null = null
-  #decoder: BatchDecoder | null = null
-  #buffer: Document[] = []
+  #decode: BatchDecode | null = null
+  #buffer: unknown[] = []
   #position = 0
   #fetching: Promise<boolean> | null = null
-  /** The next batch, requested while the current one was decoded. */
-  #prefetched: Promise<DocumentBatch | null> | null = null
+  /** Batches requested from the native cursor and not consumed yet, oldest first. */
+  #ahead: Promise<DocumentBatch | null>[] = []
+  /** A request is in flight (the last of `#ahead`): requests go one at a time, in order. */
+  #requesting = false
+  /** False once a batch said the server cursor is exhausted. */
+  #serverHasMore = true
+  #prefetchBatches = 1
+  #id: Long | undefined = undefined
   #transform: ((document: any) => any) | null = null
 
   protected constructor(source: CursorSource) {
@@ -51,6 +65,11 @@ export abstract class AbstractCursor<TSchema = Document>
   /** True once the cursor is exhausted or closed. */
   get closed(): boolean {
     return this.#state === 'exhausted' || this.#state === 'closed'
+  }
+
+  /** The server cursor's id once the first batch arrived (`Long(0)` once the server has no more). */
+  get id(): Long | undefined {
+    return this.#id
   }
 
   /** True once the first read has started: options can no longer change. */
@@ -71,6 +90,17 @@ export abstract class AbstractCursor<TSchema = Document>
     collection: NativeCollection,
   ): Promise<{ cursor: NativeCursor; bsonOptions: ResolvedBSONOptions }>
 
+  /** What the native cursor prepares from each batch: the tape, or raw BSON when asked for. */
+  protected batchOutput(bsonOptions: ResolvedBSONOptions): BatchOutput {
+    return bsonOptions.raw ? BatchOutput.Raw : BatchOutput.Tape
+  }
+
+  /** How a batch becomes the cursor's items: documents as the official driver decodes them. */
+  protected batchDecode(bsonOptions: ResolvedBSONOptions): BatchDecode {
+    const decoder = createDecoder(bsonOptions)
+    return (batch) => decoder.decodeBatch(batch)
+  }
+
   /** A new, unstarted cursor with the same query and options (transforms not included). */
   abstract clone(): AbstractCursor<TSchema>
 
@@ -86,6 +116,30 @@ export abstract class AbstractCursor<TSchema = Document>
     const documents = this.#buffer.slice(this.#position, end)
     this.#position = end
     return this.#transform ? documents.map(this.#transform) : (documents as TSchema[])
+  }
+
+  /**
+   * How many server batches are fetched ahead of the one being read (default 1; 0 fetches only on
+   * demand). Memory stays bounded by about `count + 2` batches however large the result, and
+   * fetching stops while nobody reads. Call it before reading.
+   */
+  prefetch(count: number): this {
+    this.throwIfInitialized()
+    if (!Number.isSafeInteger(count) || count < 0) {
+      throw new MongoInvalidArgumentError(`prefetch must be a non-negative integer, got ${describe(count)}`)
+    }
+    this.#prefetchBatches = count
+    return this
+  }
+
+  /**
+   * The documents of the next server batch (the rest of the current one first), or `null` once
+   * there are no more: a consumer that handles one batch at a time.
+   */
+  async nextBatch(): Promise<TSchema[] | null> {
+    if (this.#state === 'closed') throw new MongoCursorExhaustedError()
+    if (this.bufferedCount() > 0 || (await this.#fetchBatch())) return this.readBufferedDocuments()
+    return null
   }
 
   /** The next document, or `null` when there are no more. */
@@ -149,7 +203,7 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#state = 'closed'
     this.#buffer = []
     this.#position = 0
-    this.#prefetched = null
+    this.#ahead = []
     await wasOpening?.catch(() => false)
     const native = this.#native
     this.#native = null
@@ -160,6 +214,9 @@ export abstract class AbstractCursor<TSchema = Document>
   async rewind(): Promise<void> {
     await this.close()
     this.#state = 'new'
+    this.#requesting = false
+    this.#serverHasMore = true
+    this.#id = undefined
   }
 
   /** A Node `Readable` (object mode) of the documents; backpressure pauses reading batches. */
@@ -198,7 +255,7 @@ export abstract class AbstractCursor<TSchema = Document>
         const collection = await this.#source.nativeCollection()
         const { cursor, bsonOptions } = await this.openNative(collection)
         this.#native = cursor
-        this.#decoder = createDecoder(bsonOptions)
+        this.#decode = this.batchDecode(bsonOptions)
       } catch (error) {
         this.#state = 'exhausted'
         throw error
@@ -209,9 +266,8 @@ export abstract class AbstractCursor<TSchema = Document>
     }
     while (this.#state === 'open') {
       const native = this.#native!
-      const request = this.#prefetched ?? requestBatch(native)
-      this.#prefetched = null
-      const batch = await request.catch((error: unknown) => {
+      if (this.#ahead.length === 0) this.#request(native)
+      const batch = await this.#ahead.shift()!.catch((error: unknown) => {
         this.#exhaust()
         throw error
       })
@@ -220,10 +276,11 @@ export abstract class AbstractCursor<TSchema = Document>
         this.#exhaust()
         return false
       }
-      // Pipelining: the next getMore and its tape run in Rust while JS decodes this batch.
-      if (batch.hasMore) this.#prefetched = requestBatch(native)
+      if (batch.cursorId !== undefined) this.#id = Long.fromBigInt(batch.cursorId)
+      // Pipelining: the next getMores and their tapes run in Rust while JS decodes this batch.
+      this.#requestAhead(native)
       if (batch.count > 0) {
-        this.#buffer = this.#decoder!.decodeBatch(batch)
+        this.#buffer = this.#decode!(batch)
         this.#position = 0
         return true
       }
@@ -231,19 +288,39 @@ export abstract class AbstractCursor<TSchema = Document>
     return false
   }
 
+  /** Tops up the batches requested ahead, one request at a time, while the server has more. */
+  #requestAhead(native: NativeCursor): void {
+    if (!this.#requesting && this.#serverHasMore && this.#ahead.length < this.#prefetchBatches) {
+      this.#request(native)
+    }
+  }
+
+  /** Asks the native cursor for its next batch; a failure is handled by whoever awaits it. */
+  #request(native: NativeCursor): void {
+    this.#requesting = true
+    const request = callNative(() => native.nextBatch())
+    this.#ahead.push(request)
+    request.then(
+      (batch) => {
+        if (this.#native !== native) return
+        this.#requesting = false
+        this.#serverHasMore = batch?.hasMore ?? false
+        if (this.#state === 'open') this.#requestAhead(native)
+      },
+      // A prefetch the cursor never awaits (closed first) must not become an unhandled rejection.
+      () => {
+        if (this.#native !== native) return
+        this.#requesting = false
+        this.#serverHasMore = false
+      },
+    )
+  }
+
   #exhaust(): void {
     this.#state = 'exhausted'
     this.#native = null
-    this.#prefetched = null
+    this.#ahead = []
   }
-}
-
-/** Asks the native cursor for its next batch; a failure is handled by whoever awaits it. */
-function requestBatch(native: NativeCursor): Promise<DocumentBatch | null> {
-  const request = callNative(() => native.nextBatch())
-  // A prefetch the cursor never awaits (closed first) must not become an unhandled rejection.
-  request.catch(() => undefined)
-  return request
 }
 
 /** Yields `next()` until it returns null, closing the cursor however the iteration ends (`break`, throw). */

@@ -32,7 +32,9 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
   protected override async openNative(collection: NativeCollection) {
     const { command, bson } = resolveOperationOptions(AGGREGATE, this.#options, this.source.bsonOptions)
     const pipeline = toBSON({ pipeline: this.#pipeline }, bson)
-    const cursor = await callNative(() => collection.aggregate(pipeline, toBSON(command, bson), !bson.raw))
+    const cursor = await callNative(() =>
+      collection.aggregate(pipeline, toBSON(command, bson), this.batchOutput(bson)),
+    )
     return { cursor, bsonOptions: bson }
   }
 

@@ -35,7 +35,7 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
   protected override async openNative(collection: NativeCollection) {
     const { command, bson } = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
     const cursor = await callNative(() =>
-      collection.find(toBSON(this.#filter, bson), toBSON(command, bson), !bson.raw),
+      collection.find(toBSON(this.#filter, bson), toBSON(command, bson), this.batchOutput(bson)),
     )
     return { cursor, bsonOptions: bson }
   }

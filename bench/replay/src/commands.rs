@@ -92,6 +92,8 @@ pub struct Server {
     cursors: Mutex<HashMap<i64, Cursor>>,
     next_cursor_id: AtomicI64,
     next_connection_id: AtomicI32,
+    /// getMore commands received, reported by `serverStatus` as mongod does.
+    get_mores: AtomicI64,
 }
 
 /// Runs the command of an OP_MSG, writing the reply body (or the error) to `out`.
@@ -251,6 +253,7 @@ impl Server {
             cursors: Mutex::new(HashMap::new()),
             next_cursor_id: AtomicI64::new(1),
             next_connection_id: AtomicI32::new(1),
+            get_mores: AtomicI64::new(0),
         }
     }
 
@@ -276,8 +279,23 @@ impl Server {
                 rawdoc! { "version": "7.0.0", "versionArray": [7, 0, 0, 0], "bits": 64, "ok": 1.0 },
             ),
             "ping" | "endSessions" => write(out, rawdoc! { "ok": 1.0 }),
+            // The counters of mongod's serverStatus that tests read (cursors killed, batches fetched).
+            "serverStatus" => {
+                let open = self.cursors.lock().unwrap().len() as i64;
+                let get_mores = self.get_mores.load(Ordering::Relaxed);
+                write(
+                    out,
+                    rawdoc! { "metrics": {
+                        "cursor": { "open": { "total": open } },
+                        "commands": { "getMore": { "total": get_mores } },
+                    }, "ok": 1.0 },
+                )
+            }
             "find" => self.find(db, body, out),
-            "getMore" => self.get_more(db, body, out),
+            "getMore" => {
+                self.get_mores.fetch_add(1, Ordering::Relaxed);
+                self.get_more(db, body, out)
+            }
             "killCursors" => self.kill_cursors(body, out),
             "aggregate" => self.aggregate(db, body, out),
             "count" => self.count(db, body, out),

@@ -1,0 +1,509 @@
+//! BSON to JSON text off the JS thread: what `findJson` returns and `pipeJson` writes.
+//!
+//! Each format is byte for byte what the official driver's documents give in JavaScript:
+//! - `Relaxed`: `EJSON.stringify(documents, { relaxed: true })` (`{"$oid": ...}`, `{"$date": ...}`,
+//!   numbers as JSON numbers, non-finite doubles as `{"$numberDouble": "NaN"}`, ...);
+//! - `Plain`: `JSON.stringify(documents)` (ObjectId as its hex string, Date as its ISO string,
+//!   Binary as base64, non-finite doubles as `null`, ...).
+//!
+//! A document holding something whose JS rendering follows js-bson's own rules rather than a
+//! format's (regex, code, symbol, DBPointer, undefined, binary subtype 2, `$`-prefixed keys that
+//! may make a DBRef, integer-like keys that JS objects reorder, invalid UTF-8, nesting deeper than
+//! `MAX_DEPTH`, malformed bytes) is deferred: its place in the text is recorded and the JS side
+//! renders it from js-bson's decode, so the output stays exact, errors included.
+
+use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
+
+use crate::tape::{cstring_end, document_length, fixed, NotTapeable};
+
+/// Deeper documents are deferred to js-bson, which keeps the native stack small.
+const MAX_DEPTH: usize = 100;
+/// js-bson promotes an int64 to a number when it is within +-2^53 (inclusive).
+const SAFE_INTEGER_LIMIT: i64 = 1 << 53;
+/// The largest time value (ms) of a valid JS `Date`.
+const MAX_JS_TIME: i64 = 8_640_000_000_000_000;
+/// The first instant of year 10000: relaxed EJSON writes dates from 1970 up to it as ISO strings.
+const RELAXED_DATE_LIMIT: i64 = 253_402_300_800_000;
+const MILLIS_PER_DAY: i64 = 86_400_000;
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Which JavaScript rendering of the official driver's documents to reproduce.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum JsonFormat {
+    Relaxed,
+    Plain,
+}
+
+/// A batch as JSON text: its documents separated by commas, without the enclosing brackets.
+pub struct JsonBatch {
+    pub text: Vec<u8>,
+    /// Per deferred document, three numbers: where its JSON goes in `text`, and its offset and
+    /// length in the batch BSON.
+    pub deferred: Vec<u32>,
+}
+
+/// A document the JS side renders.
+struct Deferred;
+
+impl From<NotTapeable> for Deferred {
+    fn from(_: NotTapeable) -> Self {
+        Deferred
+    }
+}
+
+type Step<T = ()> = Result<T, Deferred>;
+
+/// Transcodes `count` documents stored back to back in `bson` (well framed: the batch encoder
+/// copied them from validated raw documents).
+pub fn transcode(bson: &[u8], count: usize, format: JsonFormat) -> JsonBatch {
+    let mut writer = Writer {
+        out: Vec::with_capacity(bson.len() + bson.len() / 2),
+        format,
+        floats: ryu_js::Buffer::new(),
+        integers: itoa::Buffer::new(),
+    };
+    let mut deferred = Vec::new();
+    let mut offset = 0;
+    for index in 0..count {
+        if index > 0 {
+            writer.out.push(b',');
+        }
+        let length = document_length(bson, offset).unwrap_or(bson.len() - offset);
+        let mark = writer.out.len();
+        if writer.document(&bson[offset..offset + length], 0).is_err() {
+            writer.out.truncate(mark);
+            deferred.extend([mark, offset, length].map(|number| number as u32));
+        }
+        offset += length;
+    }
+    JsonBatch {
+        text: writer.out,
+        deferred,
+    }
+}
+
+struct Writer {
+    out: Vec<u8>,
+    format: JsonFormat,
+    floats: ryu_js::Buffer,
+    integers: itoa::Buffer,
+}
+
+impl Writer {
+    fn document(&mut self, document: &[u8], depth: usize) -> Step {
+        self.out.push(b'{');
+        let mut position = 4;
+        loop {
+            let tag = *document.get(position).ok_or(Deferred)?;
+            if tag == 0 {
+                return self.close(b'}', position, document);
+            }
+            let key_end = cstring_end(document, position + 1)?;
+            let key = &document[position + 1..key_end];
+            if key.first() == Some(&b'$') || is_array_index(key) {
+                return Err(Deferred);
+            }
+            if position > 4 {
+                self.out.push(b',');
+            }
+            self.string(std::str::from_utf8(key).map_err(|_| Deferred)?);
+            self.out.push(b':');
+            position = self.value(tag, document, key_end + 1, depth)?;
+        }
+    }
+
+    fn array(&mut self, array: &[u8], depth: usize) -> Step {
+        self.out.push(b'[');
+        let mut position = 4;
+        loop {
+            let tag = *array.get(position).ok_or(Deferred)?;
+            if tag == 0 {
+                return self.close(b']', position, array);
+            }
+            if position > 4 {
+                self.out.push(b',');
+            }
+            // Array keys are indices; js-bson ignores them too.
+            let value_start = cstring_end(array, position + 1)? + 1;
+            position = self.value(tag, array, value_start, depth)?;
+        }
+    }
+
+    /// Ends a document or array at its terminating zero byte, which must be its last byte.
+    fn close(&mut self, bracket: u8, position: usize, bytes: &[u8]) -> Step {
+        if position + 1 != bytes.len() {
+            return Err(Deferred);
+        }
+        self.out.push(bracket);
+        Ok(())
+    }
+
+    /// Writes the value of type `tag` starting at `start`; returns where it ends.
+    fn value(&mut self, tag: u8, bytes: &[u8], start: usize, depth: usize) -> Step<usize> {
+        let relaxed = self.format == JsonFormat::Relaxed;
+        Ok(match tag {
+            0x01 => {
+                self.double(f64::from_le_bytes(fixed(bytes, start)?));
+                start + 8
+            }
+            0x02 => {
+                let (text, end) = string_at(bytes, start)?;
+                self.string(text);
+                end
+            }
+            0x03 | 0x04 => {
+                let length = document_length(bytes, start)?;
+                if depth >= MAX_DEPTH {
+                    return Err(Deferred);
+                }
+                let nested = &bytes[start..start + length];
+                if tag == 0x03 {
+                    self.document(nested, depth + 1)?
+                } else {
+                    self.array(nested, depth + 1)?
+                }
+                start + length
+            }
+            0x05 => {
+                let size = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| Deferred)?;
+                let subtype = *bytes.get(start + 4).ok_or(Deferred)?;
+                let data = bytes.get(start + 5..start + 5 + size).ok_or(Deferred)?;
+                // Subtype 2 nests a second length that js-bson checks and strips.
+                if subtype == 2 {
+                    return Err(Deferred);
+                }
+                self.binary(subtype, data);
+                start + 5 + size
+            }
+            0x07 => {
+                let id: [u8; 12] = fixed(bytes, start)?;
+                self.wrapped(relaxed, b"{\"$oid\":", |writer| {
+                    writer.out.push(b'"');
+                    for byte in id {
+                        writer.hex_byte(byte);
+                    }
+                    writer.out.push(b'"');
+                });
+                start + 12
+            }
+            0x08 => {
+                match bytes.get(start) {
+                    Some(0) => self.out.extend_from_slice(b"false"),
+                    Some(1) => self.out.extend_from_slice(b"true"),
+                    _ => return Err(Deferred),
+                }
+                start + 1
+            }
+            0x09 => {
+                self.date(i64::from_le_bytes(fixed(bytes, start)?));
+                start + 8
+            }
+            0x0A => {
+                self.out.extend_from_slice(b"null");
+                start
+            }
+            0x10 => {
+                self.integer(i32::from_le_bytes(fixed(bytes, start)?).into());
+                start + 4
+            }
+            0x11 => {
+                let increment = u32::from_le_bytes(fixed(bytes, start)?);
+                let time = u32::from_le_bytes(fixed(bytes, start + 4)?);
+                self.timestamp(time, increment);
+                start + 8
+            }
+            0x12 => {
+                self.int64(i64::from_le_bytes(fixed(bytes, start)?));
+                start + 8
+            }
+            0x13 => {
+                let decimal = bson::Decimal128::from_bytes(fixed(bytes, start)?);
+                self.out.extend_from_slice(b"{\"$numberDecimal\":\"");
+                self.out.extend_from_slice(decimal.to_string().as_bytes());
+                self.out.extend_from_slice(b"\"}");
+                start + 16
+            }
+            0xFF | 0x7F => {
+                let key: &[u8] = if tag == 0xFF {
+                    b"{\"$minKey\":1}"
+                } else {
+                    b"{\"$maxKey\":1}"
+                };
+                // JSON.stringify of js-bson's MinKey / MaxKey: an object without enumerable fields.
+                self.out.extend_from_slice(if relaxed { key } else { b"{}" });
+                start
+            }
+            _ => return Err(Deferred),
+        })
+    }
+
+    /// Writes `value` inside `{prefix ... }` in relaxed EJSON, bare in plain JSON.
+    fn wrapped(&mut self, relaxed: bool, prefix: &[u8], value: impl FnOnce(&mut Self)) {
+        if relaxed {
+            self.out.extend_from_slice(prefix);
+            value(self);
+            self.out.push(b'}');
+        } else {
+            value(self);
+        }
+    }
+
+    /// A JSON string of `text` escaped as `JSON.stringify` does (U+2028/2029 stay raw, which JSON allows).
+    fn string(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        self.out.push(b'"');
+        let mut copied = 0;
+        for (index, &byte) in bytes.iter().enumerate() {
+            let escape = ESCAPES[usize::from(byte)];
+            if escape == 0 {
+                continue;
+            }
+            self.out.extend_from_slice(&bytes[copied..index]);
+            if escape == b'u' {
+                self.out.extend_from_slice(&[
+                    b'\\',
+                    b'u',
+                    b'0',
+                    b'0',
+                    HEX[usize::from(byte >> 4)],
+                    HEX[usize::from(byte & 15)],
+                ]);
+            } else {
+                self.out.extend_from_slice(&[b'\\', escape]);
+            }
+            copied = index + 1;
+        }
+        self.out.extend_from_slice(&bytes[copied..]);
+        self.out.push(b'"');
+    }
+
+    fn hex_byte(&mut self, byte: u8) {
+        self.out
+            .extend([HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 15)]]);
+    }
+
+    fn integer(&mut self, value: i64) {
+        self.out.extend_from_slice(self.integers.format(value).as_bytes());
+    }
+
+    /// A finite number as JavaScript prints it.
+    fn number(&mut self, value: f64) {
+        if value.fract() == 0.0 && value.abs() <= SAFE_INTEGER_LIMIT as f64 {
+            // Also turns -0 into "0", as JavaScript does.
+            self.integer(value as i64);
+        } else {
+            self.out
+                .extend_from_slice(self.floats.format_finite(value).as_bytes());
+        }
+    }
+
+    fn double(&mut self, value: f64) {
+        if value.is_finite() {
+            self.number(value);
+        } else if self.format == JsonFormat::Plain {
+            self.out.extend_from_slice(b"null");
+        } else {
+            let name: &[u8] = if value.is_nan() {
+                b"NaN"
+            } else if value > 0.0 {
+                b"Infinity"
+            } else {
+                b"-Infinity"
+            };
+            self.out.extend_from_slice(b"{\"$numberDouble\":\"");
+            self.out.extend_from_slice(name);
+            self.out.extend_from_slice(b"\"}");
+        }
+    }
+
+    /// js-bson promotes an int64 within +-2^53 to a number and keeps a `Long` otherwise, which
+    /// relaxed EJSON writes as the nearest number and `JSON.stringify` as its fields.
+    fn int64(&mut self, value: i64) {
+        if (-SAFE_INTEGER_LIMIT..=SAFE_INTEGER_LIMIT).contains(&value) {
+            self.integer(value);
+        } else if self.format == JsonFormat::Relaxed {
+            self.number(value as f64);
+        } else {
+            self.out.extend_from_slice(b"{\"high\":");
+            self.integer((value >> 32) as i32 as i64);
+            self.out.extend_from_slice(b",\"low\":");
+            self.integer(value as i32 as i64);
+            self.out.extend_from_slice(b",\"unsigned\":false}");
+        }
+    }
+
+    fn timestamp(&mut self, time: u32, increment: u32) {
+        if self.format == JsonFormat::Relaxed {
+            self.out.extend_from_slice(b"{\"$timestamp\":{\"t\":");
+            self.integer(time.into());
+            self.out.extend_from_slice(b",\"i\":");
+            self.integer(increment.into());
+            self.out.extend_from_slice(b"}}");
+        } else {
+            // Timestamp.toJSON: the unsigned 64-bit value as a decimal string.
+            self.out.extend_from_slice(b"{\"$timestamp\":\"");
+            let value = (u64::from(time) << 32) | u64::from(increment);
+            self.out
+                .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+            self.out.extend_from_slice(b"\"}");
+        }
+    }
+
+    fn binary(&mut self, subtype: u8, data: &[u8]) {
+        let relaxed = self.format == JsonFormat::Relaxed;
+        // js-bson decodes a 16-byte subtype 4 as a UUID, whose toJSON is its dashed hex form.
+        if !relaxed && subtype == 4 && data.len() == 16 {
+            self.out.push(b'"');
+            for (index, &byte) in data.iter().enumerate() {
+                if matches!(index, 4 | 6 | 8 | 10) {
+                    self.out.push(b'-');
+                }
+                self.hex_byte(byte);
+            }
+            self.out.push(b'"');
+            return;
+        }
+        if relaxed {
+            self.out.extend_from_slice(b"{\"$binary\":{\"base64\":");
+        }
+        self.out.push(b'"');
+        let start = self.out.len();
+        self.out.resize(start + data.len().div_ceil(3) * 4, 0);
+        let written = BASE64
+            .encode_slice(data, &mut self.out[start..])
+            .expect("the buffer was sized for the base64 text");
+        self.out.truncate(start + written);
+        self.out.push(b'"');
+        if relaxed {
+            self.out.extend_from_slice(b",\"subType\":\"");
+            self.hex_byte(subtype);
+            self.out.extend_from_slice(b"\"}}");
+        }
+    }
+
+    /// js-bson makes a `Date` of the int64 converted to a number; a time beyond a JS Date's range
+    /// makes an invalid Date.
+    fn date(&mut self, millis: i64) {
+        let valid = (-MAX_JS_TIME..=MAX_JS_TIME).contains(&millis);
+        match self.format {
+            JsonFormat::Plain if valid => {
+                self.out.push(b'"');
+                self.iso_date(millis, true);
+                self.out.push(b'"');
+            }
+            JsonFormat::Plain => self.out.extend_from_slice(b"null"),
+            JsonFormat::Relaxed if (0..RELAXED_DATE_LIMIT).contains(&millis) => {
+                self.out.extend_from_slice(b"{\"$date\":\"");
+                self.iso_date(millis, millis % 1000 != 0);
+                self.out.extend_from_slice(b"\"}");
+            }
+            JsonFormat::Relaxed => {
+                self.out.extend_from_slice(b"{\"$date\":{\"$numberLong\":\"");
+                if valid {
+                    self.integer(millis);
+                } else {
+                    self.out.extend_from_slice(b"NaN");
+                }
+                self.out.extend_from_slice(b"\"}}");
+            }
+        }
+    }
+
+    /// `Date.prototype.toISOString` of a valid time (`with_millis: false` drops the `.sss` part).
+    fn iso_date(&mut self, millis: i64, with_millis: bool) {
+        let days = millis.div_euclid(MILLIS_PER_DAY);
+        let in_day = millis.rem_euclid(MILLIS_PER_DAY);
+        let (year, month, day) = civil_from_days(days);
+        if (0..=9999).contains(&year) {
+            self.padded(year, 4);
+        } else {
+            self.out.push(if year < 0 { b'-' } else { b'+' });
+            self.padded(year.abs(), 6);
+        }
+        self.out.push(b'-');
+        self.padded(month, 2);
+        self.out.push(b'-');
+        self.padded(day, 2);
+        self.out.push(b'T');
+        self.padded(in_day / 3_600_000, 2);
+        self.out.push(b':');
+        self.padded(in_day / 60_000 % 60, 2);
+        self.out.push(b':');
+        self.padded(in_day / 1000 % 60, 2);
+        if with_millis {
+            self.out.push(b'.');
+            self.padded(in_day % 1000, 3);
+        }
+        self.out.push(b'Z');
+    }
+
+    /// A non-negative number in at least `width` digits.
+    fn padded(&mut self, value: i64, width: usize) {
+        let digits = self.integers.format(value);
+        for _ in digits.len()..width {
+            self.out.push(b'0');
+        }
+        self.out.extend_from_slice(digits.as_bytes());
+    }
+}
+
+/// Escape per byte: 0 for none, `u` for `\u00XX`, else the letter after the backslash.
+static ESCAPES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut byte = 0;
+    while byte < 0x20 {
+        table[byte] = b'u';
+        byte += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0A] = b'n';
+    table[0x0C] = b'f';
+    table[0x0D] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+/// A BSON string's text (valid UTF-8 only) and where the value ends.
+fn string_at(bytes: &[u8], start: usize) -> Step<(&str, usize)> {
+    let size = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| Deferred)?;
+    let begin = start + 4;
+    let text = bytes.get(begin..begin + size).ok_or(Deferred)?;
+    match text.split_last() {
+        Some((0, text)) => Ok((std::str::from_utf8(text).map_err(|_| Deferred)?, begin + size)),
+        _ => Err(Deferred),
+    }
+}
+
+/// Whether JS treats `key` as an array index, which objects enumerate first, in numeric order.
+fn is_array_index(key: &[u8]) -> bool {
+    match key {
+        [b'0'] => true,
+        [b'1'..=b'9', rest @ ..] if rest.len() < 10 && rest.iter().all(u8::is_ascii_digit) => {
+            std::str::from_utf8(key)
+                .ok()
+                .and_then(|digits| digits.parse::<u64>().ok())
+                .is_some_and(|index| index < u64::from(u32::MAX))
+        }
+        _ => false,
+    }
+}
+
+/// The proleptic Gregorian (year, month, day) of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
