@@ -1,0 +1,261 @@
+// findCursor: streaming reads with bounded read-ahead, batch-at-a-time reads, Node streams, and
+// server cursors killed however a read ends (break, close, error, garbage collection).
+import { execFile } from 'node:child_process'
+import { Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { promisify } from 'node:util'
+import { fileURLToPath } from 'node:url'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Long, MongoClient as OfficialClient, type Document } from 'mongodb'
+import { isLazyDocument, MongoClient, MongoInvalidArgumentError, MongoServerError } from 'rumongo'
+// @ts-expect-error: a plain ESM script without types
+import { startReplay } from '../scripts/replay.mjs'
+import { connectBoth, expectIdentical, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
+
+const DOCS = 3000
+const dbName = uniqueDbName('cursor')
+let drivers: Drivers
+
+beforeAll(async () => {
+  drivers = await connectBoth()
+  const documents = Array.from({ length: DOCS }, (_, n) => ({
+    n,
+    label: `doc ${n}`,
+    tags: ['a', 'b'].slice(0, n % 3),
+    at: new Date(1_700_000_000_000 + n),
+  }))
+  await drivers.official.db(dbName).collection('items').insertMany(documents)
+})
+
+afterAll(async () => {
+  await drivers?.official.db(dbName).dropDatabase()
+  await drivers?.close()
+})
+
+const ours = () => drivers.rumongo.db(dbName).collection('items')
+const theirs = () => drivers.official.db(dbName).collection('items')
+
+/**
+ * `check()` once it returns `expected`, or its last answer after 5 s. A dropped driver cursor is
+ * killed by a killCursors the crate sends in the background, so the server sees it shortly after.
+ */
+async function settled<T>(check: () => Promise<T>, expected: T): Promise<T> {
+  let answer = await check()
+  for (const deadline = Date.now() + 5000; answer !== expected && Date.now() < deadline;) {
+    await sleep(50)
+    answer = await check()
+  }
+  return answer
+}
+
+/** Runs getMore on `id` with the official driver: proves whether the server cursor is still open. */
+async function serverCursorAlive(id: Long): Promise<boolean> {
+  try {
+    await drivers.official.db(dbName).command({ getMore: id, collection: 'items', batchSize: 1 })
+    return true
+  } catch (error) {
+    expect(error).toMatchObject({ code: 43 }) // CursorNotFound
+    return false
+  }
+}
+
+describe('findCursor on the real server', () => {
+  const options = { sort: { n: 1 }, batchSize: 97 } as const
+
+  it('yields every document in order over many getMores, as the official driver', async () => {
+    const documents: Document[] = []
+    for await (const document of ours().findCursor({}, options)) documents.push(document)
+    expect(documents).toHaveLength(DOCS)
+    expectIdentical(documents, await theirs().find({}, options).toArray())
+  })
+
+  it('nextBatch() hands over one server batch at a time, then null', async () => {
+    const cursor = ours().findCursor({ n: { $lt: 500 } }, options)
+    const sizes: number[] = []
+    const documents: Document[] = []
+    for (let batch = await cursor.nextBatch(); batch !== null; batch = await cursor.nextBatch()) {
+      sizes.push(batch.length)
+      documents.push(...batch)
+    }
+    expect(sizes).toEqual([97, 97, 97, 97, 97, 15])
+    expectIdentical(
+      documents,
+      await theirs()
+        .find({ n: { $lt: 500 } }, options)
+        .toArray(),
+    )
+    expect(await cursor.nextBatch()).toBeNull()
+  })
+
+  it('nextBatch() first returns what next() left of the current batch', async () => {
+    const cursor = ours().findCursor({}, { ...options, limit: 150 })
+    expect((await cursor.next())?.n).toBe(0)
+    expect((await cursor.nextBatch())?.map((document) => document.n)).toEqual(
+      Array.from({ length: 96 }, (_, i) => i + 1),
+    )
+    expect((await cursor.nextBatch())?.length).toBe(53)
+    expect(await cursor.nextBatch()).toBeNull()
+  })
+
+  it('{ lazy: true } yields lazy documents equal to the official ones', async () => {
+    const lazy: Document[] = []
+    for await (const document of ours().findCursor({ n: { $lt: 300 } }, { ...options, lazy: true })) {
+      expect(isLazyDocument(document)).toBe(true)
+      lazy.push(document.toObject())
+    }
+    expectIdentical(
+      lazy,
+      await theirs()
+        .find({ n: { $lt: 300 } }, options)
+        .toArray(),
+    )
+  })
+
+  it('map() and stream() work as on the official cursor', async () => {
+    const seen: number[] = []
+    await pipeline(
+      ours()
+        .findCursor({ n: { $lt: 400 } }, options)
+        .map((document) => document.n)
+        .stream(),
+      new Writable({
+        objectMode: true,
+        write(n: number, _encoding, done) {
+          seen.push(n)
+          setImmediate(done) // a consumer slower than the cursor
+        },
+      }),
+    )
+    expect(seen).toEqual(Array.from({ length: 400 }, (_, i) => i))
+  })
+
+  it('leaving a for-await early kills the server cursor; an open one stays alive', async () => {
+    const kept = ours().findCursor({}, options)
+    await kept.next()
+    expect(kept.id).toBeInstanceOf(Long)
+    expect(await serverCursorAlive(kept.id!)).toBe(true)
+    await kept.close()
+    expect(await settled(() => serverCursorAlive(kept.id!), false)).toBe(false)
+
+    const cursor = ours().findCursor({}, options)
+    let read = 0
+    for await (const _ of cursor) if (++read === 10) break
+    expect(cursor.closed).toBe(true)
+    expect(await settled(() => serverCursorAlive(cursor.id!), false)).toBe(false)
+  })
+
+  it('a failure mid-stream rejects the iteration and emits error on the stream', async () => {
+    const cursor = ours().findCursor({}, { ...options, prefetch: 0 })
+    await cursor.next()
+    await drivers.official.db(dbName).command({ killCursors: 'items', cursors: [cursor.id!] })
+    const iterated = (async () => {
+      for await (const _ of cursor);
+    })()
+    await expect(iterated).rejects.toBeInstanceOf(MongoServerError)
+    await expect(iterated).rejects.toMatchObject({ code: 43 })
+
+    const streamed = ours().findCursor({}, { ...options, prefetch: 0 })
+    await streamed.next()
+    await drivers.official.db(dbName).command({ killCursors: 'items', cursors: [streamed.id!] })
+    const stream = streamed.stream()
+    const error = await new Promise((resolve) => stream.on('error', resolve).resume())
+    expect(error).toBeInstanceOf(MongoServerError)
+  })
+
+  it('rejects bad cursor options with a typed error', () => {
+    expect(() => ours().findCursor({}, { prefetch: -1 })).toThrow(MongoInvalidArgumentError)
+    expect(() => ours().findCursor({}, { prefetch: 1.5 })).toThrow(/non-negative integer/)
+    expect(() => ours().findCursor({}, { lazy: 'yes' as never })).toThrow(MongoInvalidArgumentError)
+    expect(() => ours().findCursor({}).prefetch(-2)).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARGUMENT' }),
+    )
+  })
+
+  it('kills the server cursor of a cursor garbage-collected without close()', async () => {
+    const script = `
+      const { MongoClient } = require('rumongo')
+      const { MongoClient: Official } = require('mongodb')
+      const uri = process.env.MONGODB_URI
+      ;(async () => {
+        const client = await MongoClient.connect(uri)
+        const official = await Official.connect(uri)
+        let cursor = client.db(process.env.DB).collection('items').findCursor({}, { batchSize: 5 })
+        await cursor.next()
+        await new Promise((resolve) => setTimeout(resolve, 100)) // let the read-ahead settle
+        const id = cursor.id
+        cursor = null
+        for (let i = 0; i < 5; i++) {
+          global.gc()
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        await new Promise((resolve) => setTimeout(resolve, 300)) // the killCursors round trip
+        const alive = await official.db(process.env.DB).command({ getMore: id, collection: 'items' })
+          .then(() => 'alive', (error) => error.codeName)
+        console.log(alive)
+        await Promise.all([client.close(), official.close()])
+      })()`
+    const root = fileURLToPath(new URL('..', import.meta.url))
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '-e', script], {
+      cwd: root,
+      env: { ...process.env, MONGODB_URI: uri, DB: dbName },
+      timeout: 30_000,
+    })
+    expect(stdout.trim()).toBe('CursorNotFound')
+  })
+})
+
+describe('findCursor read-ahead (replay server, which counts getMores and open cursors)', () => {
+  interface Replay {
+    uri: string
+    stop(): Promise<void>
+  }
+  let server: Replay
+  let client: MongoClient
+  let official: OfficialClient
+
+  beforeAll(async () => {
+    server = await startReplay({ docs: 20_000 })
+    client = await MongoClient.connect(server.uri)
+    official = await OfficialClient.connect(server.uri)
+  }, 600_000)
+
+  afterAll(async () => {
+    await Promise.all([client?.close(), official?.close()])
+    await server?.stop()
+  })
+
+  const status = async () => {
+    const { metrics } = await official.db('admin').command({ serverStatus: 1 })
+    return { getMores: Number(metrics.commands.getMore.total), open: Number(metrics.cursor.open.total) }
+  }
+  const wide = () => client.db('bench').collection('wide45')
+
+  it.each([0, 1, 3])(
+    'with prefetch %i, fetches only that many batches ahead of a stalled reader',
+    async (prefetch) => {
+      const before = await status()
+      const cursor = wide().findCursor({}, { batchSize: 100, prefetch })
+      const stream = cursor.stream()
+      const first = await new Promise((resolve) => stream.once('data', resolve))
+      stream.pause()
+      expect(first).toMatchObject({ n: 0 })
+      await sleep(300) // a stalled consumer: nothing more may be fetched
+      expect((await status()).getMores - before.getMores).toBe(prefetch)
+      let count = 1
+      stream.on('data', () => count++).resume()
+      await new Promise((resolve) => stream.on('end', resolve))
+      expect(count).toBe(20_000)
+      const after = await status()
+      expect(after.getMores - before.getMores).toBe(199) // 20,000 docs / 100 per batch, first from find
+      expect(await settled(async () => (await status()).open, before.open)).toBe(before.open)
+    },
+  )
+
+  it('an early break leaves no open cursor on the server', async () => {
+    const before = await status()
+    let read = 0
+    for await (const _ of wide().findCursor({}, { batchSize: 50, prefetch: 2 })) if (++read === 120) break
+    expect(await settled(async () => (await status()).open, before.open)).toBe(before.open)
+  })
+})
