@@ -128,7 +128,9 @@ function decoders() {
       label: 'rumongo encode (Rust, encodeTestBatch)',
       note: 'off the main thread in real queries',
       run: (batches, state) =>
-        (state.encoded = batches.map(({ reply }) => encodeTestBatch(reply, decoder.wantsTape !== false ? 'tape' : 'raw'))),
+        (state.encoded = batches.map(({ reply }) =>
+          encodeTestBatch(reply, decoder.wantsTape !== false ? 'tape' : 'raw'),
+        )),
       count: (encoded) => encoded.reduce((sum, batch) => sum + batch.count, 0),
     },
     {
@@ -137,6 +139,20 @@ function decoders() {
       run: (batches, state) => state.encoded.map((batch) => decoder.decodeBatch(batch)),
       count: totalLength,
     },
+    {
+      id: 'js-bson-stringify',
+      label: 'js-bson deserialize + JSON.stringify per doc',
+      note: 'what findJson replaces',
+      run: (batches) => deserializeEachDocument(batches).map((document) => JSON.stringify(document)),
+      count: (texts) => texts.length,
+    },
+    ...['relaxedJson', 'plainJson'].map((output) => ({
+      id: `rumongo-${output}`,
+      label: `rumongo BSON to JSON (Rust, ${output === 'relaxedJson' ? 'relaxed EJSON' : 'plain'})`,
+      note: 'one core; off the main thread in findJson / pipeJson',
+      run: (batches) => batches.map(({ reply }) => encodeTestBatch(reply, output)),
+      count: (encoded) => encoded.reduce((sum, batch) => sum + batch.count, 0),
+    })),
   ]
 }
 

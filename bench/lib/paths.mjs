@@ -6,6 +6,7 @@
 // `firstDocument` when the result holds plain documents, so their top-level fields are checked).
 // A path with `feature` runs only once rumongo has that feature; until then its rows read
 // "skipped: not implemented yet".
+import { once } from 'node:events'
 import { Writable } from 'node:stream'
 import { mongooseSchema, topLevelFields } from './datasets.mjs'
 
@@ -104,6 +105,62 @@ const official = {
   },
 }
 
+/**
+ * The official driver's ways to answer with JSON: the whole array stringified, or its cursor
+ * streamed document by document into a socket-like sink (what an HTTP handler would do).
+ */
+const officialJsonPaths = [
+  {
+    id: 'official-json',
+    label: 'mongodb JSON.stringify(toArray())',
+    note: 'the reference for findJson / pipeJson',
+    async open({ uri }) {
+      const { MongoClient } = await import('mongodb')
+      const client = await MongoClient.connect(uri)
+      return {
+        run: async (query) =>
+          JSON.stringify(
+            await client
+              .db(query.db)
+              .collection(query.collection)
+              .find(query.filter, findOptions(query))
+              .toArray(),
+          ),
+        summarize: (text) => summarizeArray(JSON.parse(text)),
+        close: () => client.close(),
+      }
+    },
+  },
+  {
+    id: 'official-json-stream',
+    label: 'mongodb cursor, JSON.stringify per doc',
+    note: 'into a discarding Writable',
+    async open({ uri }) {
+      const { MongoClient } = await import('mongodb')
+      const client = await MongoClient.connect(uri)
+      return {
+        async run(query) {
+          const sink = discardingSink()
+          const cursor = client
+            .db(query.db)
+            .collection(query.collection)
+            .find(query.filter, findOptions(query))
+          let count = 0
+          sink.write('[')
+          for await (const document of cursor) {
+            const text = (count++ === 0 ? '' : ',') + JSON.stringify(document)
+            if (!sink.write(text)) await once(sink, 'drain')
+          }
+          sink.end(']')
+          return { count, bytes: sink.bytesReceived }
+        },
+        summarize: summarizeCounted,
+        close: () => client.close(),
+      }
+    },
+  },
+]
+
 /** Mongoose `Model.find()`, hydrated into documents or `.lean()`. */
 function mongoosePath(lean) {
   return {
@@ -165,6 +222,7 @@ function discardingSink() {
 /** @type {Path[]} In table order; `official` first (the 1.00x reference). */
 export const PATHS = [
   official,
+  ...officialJsonPaths,
   mongoosePath(false),
   mongoosePath(true),
   rumongoPath({
@@ -225,8 +283,8 @@ export const PATHS = [
     id: 'rumongo-json',
     label: 'rumongo findJson()',
     feature: 'findJson',
-    note: 'JSON text, parsed only to check the count',
-    run: (collection, query) => collection.findJson(query.filter, findOptions(query)),
+    note: "format 'plain': the bytes of JSON.stringify(toArray())",
+    run: (collection, query) => collection.findJson(query.filter, { ...findOptions(query), format: 'plain' }),
     summarize(result) {
       if (typeof result?.count === 'number') return { count: result.count }
       if (typeof result !== 'string' && !Buffer.isBuffer(result)) {
@@ -239,12 +297,15 @@ export const PATHS = [
     id: 'rumongo-pipe',
     label: 'rumongo pipeJson()',
     feature: 'pipeJson',
-    note: 'into a discarding Writable',
+    note: "format 'plain', into a discarding Writable",
     async run(collection, query) {
-      // Assumed signature (filter, options, destination); adjust here when the API lands.
       const sink = discardingSink()
-      const reported = await collection.pipeJson(query.filter, findOptions(query), sink)
-      return { count: typeof reported === 'number' ? reported : reported?.count, bytes: sink.bytesReceived }
+      const { count } = await collection.pipeJson(
+        query.filter,
+        { ...findOptions(query), format: 'plain' },
+        sink,
+      )
+      return { count, bytes: sink.bytesReceived }
     },
   }),
   {
