@@ -29,6 +29,13 @@ export {
   type ShadowStats,
 } from './shadow.js'
 export {
+  WorkerPool,
+  type PoolReduceOptions,
+  type ReduceFunction,
+  type WorkerPoolCloseOptions,
+  type WorkerPoolOptions,
+} from './worker_pool.js'
+export {
   Model,
   ModelQuery,
   type ModelFields,
@@ -64,11 +71,13 @@ export {
   MongoInvalidArgumentError,
   MongoNetworkError,
   MongoNotConnectedError,
+  MongoOperationTimeoutError,
   MongoParseError,
   MongoRuntimeError,
   MongoServerError,
   MongoServerSelectionError,
   MongoSystemError,
+  MongoWorkerPoolError,
   type MongoErrorOptions,
 } from './errors.js'
 // The BSON types results are made of, from the same `bson` package the official driver uses.
