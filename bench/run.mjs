@@ -77,6 +77,8 @@ async function measureTarget(
   const rows = []
   for (const { workload, n, skip } of planFor(target.kind, quick)) {
     for (const path of PATHS) {
+      // Reduce workloads run the reducing paths only; the other workloads, the other paths.
+      if (Boolean(path.reduces) !== Boolean(workload.reduce)) continue
       const row = {
         target: target.name,
         workload: workload.id,

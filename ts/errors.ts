@@ -16,6 +16,10 @@ export const ErrorCode = {
   NotConnected: 'ERR_NOT_CONNECTED',
   Parse: 'ERR_PARSE',
   Runtime: 'ERR_RUNTIME',
+  OperationTimeout: 'ERR_OPERATION_TIMEOUT',
+  PoolClosed: 'ERR_POOL_CLOSED',
+  PoolQueueFull: 'ERR_POOL_QUEUE_FULL',
+  PoolWorkerExited: 'ERR_POOL_WORKER_EXITED',
 } as const
 
 /** Options shared by every rumongo error. */
@@ -119,6 +123,31 @@ export class MongoRuntimeError extends MongoDriverError {
   override code = ErrorCode.Runtime
   override get name(): string {
     return 'MongoRuntimeError'
+  }
+}
+
+/** An operation ran past its `timeoutMS`. */
+export class MongoOperationTimeoutError extends MongoDriverError {
+  override code = ErrorCode.OperationTimeout
+  override get name(): string {
+    return 'MongoOperationTimeoutError'
+  }
+}
+
+/**
+ * A `WorkerPool` could not run a call: the pool is closed (`ERR_POOL_CLOSED`), its queue is full
+ * (`ERR_POOL_QUEUE_FULL`), or the worker running the call exited (`ERR_POOL_WORKER_EXITED`).
+ */
+export class MongoWorkerPoolError extends MongoDriverError {
+  declare code: (typeof ErrorCode)['PoolClosed' | 'PoolQueueFull' | 'PoolWorkerExited']
+
+  constructor(code: MongoWorkerPoolError['code'], message: string, options?: MongoErrorOptions) {
+    super(message, options)
+    this.code = code
+  }
+
+  override get name(): string {
+    return 'MongoWorkerPoolError'
   }
 }
 

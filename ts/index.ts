@@ -36,6 +36,13 @@ export {
   type ShadowStats,
 } from './shadow.js'
 export {
+  WorkerPool,
+  type PoolReduceOptions,
+  type ReduceFunction,
+  type WorkerPoolCloseOptions,
+  type WorkerPoolOptions,
+} from './worker_pool.js'
+export {
   Model,
   ModelQuery,
   type ModelFields,
@@ -71,11 +78,13 @@ export {
   MongoInvalidArgumentError,
   MongoNetworkError,
   MongoNotConnectedError,
+  MongoOperationTimeoutError,
   MongoParseError,
   MongoRuntimeError,
   MongoServerError,
   MongoServerSelectionError,
   MongoSystemError,
+  MongoWorkerPoolError,
   type MongoErrorOptions,
 } from './errors.js'
 // The BSON types results are made of, from the same `bson` package the official driver uses.

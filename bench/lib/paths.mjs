@@ -34,6 +34,7 @@ import { mongooseSchema, topLevelFields } from './datasets.mjs'
  * @property {string} label      The table's "library" column.
  * @property {string} [feature]  The rumongo feature it needs (see detectRumongoFeatures).
  * @property {string} [note]     Shown in the notes column.
+ * @property {boolean} [reduces] Runs the reduce workloads (and only them): `run` returns a reduction.
  * @property {(target: { uri: string, db: string }) => Promise<Session>} open
  */
 
@@ -89,6 +90,20 @@ function lazyPath(id, label, note, fieldsOf) {
     },
   })
 }
+
+/**
+ * The reduction of the reduce workloads: count, total and count per region of orders. It uses only
+ * its arguments, so WorkerPool can rebuild it from its source in a worker.
+ */
+function reduceOrders(totals, order) {
+  totals.count++
+  totals.total += order.total
+  totals.byRegion[order.region] = (totals.byRegion[order.region] ?? 0) + 1
+  if (order.total === undefined || order.region === undefined) totals.missingFields++
+  return totals
+}
+
+const emptyTotals = () => ({ count: 0, total: 0, byRegion: {}, missingFields: 0 })
 
 const official = {
   id: 'official',
@@ -309,26 +324,56 @@ export const PATHS = [
     },
   }),
   {
+    id: 'official-reduce',
+    label: 'mongodb find().toArray() + reduce',
+    reduces: true,
+    note: 'reduced on the main thread',
+    async open({ uri }) {
+      const { MongoClient } = await import('mongodb')
+      const client = await MongoClient.connect(uri)
+      return {
+        run: async (query) =>
+          (
+            await client
+              .db(query.db)
+              .collection(query.collection)
+              .find(query.filter, findOptions(query))
+              .toArray()
+          ).reduce(reduceOrders, emptyTotals()),
+        summarize: summarizeCounted,
+        close: () => client.close(),
+      }
+    },
+  },
+  rumongoPath({
+    id: 'rumongo-reduce',
+    label: 'rumongo find() + reduce',
+    reduces: true,
+    note: 'reduced on the main thread',
+    run: async (collection, query) =>
+      (await collection.find(query.filter, findOptions(query))).reduce(reduceOrders, emptyTotals()),
+  }),
+  {
     id: 'rumongo-pool',
     label: 'rumongo WorkerPool.reduce()',
     feature: 'WorkerPool.reduce',
-    note: 'counts docs in a worker',
+    reduces: true,
+    note: 'reduced in worker threads (default size)',
     async open({ uri }) {
-      // Assumed API (constructor options, reduce arguments); adjust here when it lands.
       const { WorkerPool } = await import('rumongo')
-      const pool = new WorkerPool({ uri })
+      const pool = await WorkerPool.create({ uri })
       return {
-        async run(query) {
-          const { db, collection, filter } = query
-          const count = await pool.reduce(
-            { db, collection, filter, options: findOptions(query) },
-            (n) => n + 1,
-            0,
-          )
-          return { count }
-        },
+        run: (query) =>
+          pool.reduce(
+            query.db,
+            query.collection,
+            query.filter,
+            findOptions(query),
+            reduceOrders,
+            emptyTotals(),
+          ),
         summarize: summarizeCounted,
-        close: async () => pool.close?.(),
+        close: () => pool.close(),
       }
     },
   },

@@ -26,6 +26,9 @@ export function summarizeRuns(runs) {
   }
 }
 
+/** The official driver's paths: the reference of list workloads and of reduce workloads. */
+const OFFICIAL_PATHS = ['official', 'official-reduce']
+
 /**
  * Adds `ratio` (official median / this median: 1.00x is the official driver, higher is faster) to
  * every measured row, comparing rows of the same target, workload and N.
@@ -33,7 +36,7 @@ export function summarizeRuns(runs) {
 export function addRatios(rows) {
   const key = (row) => `${row.target}|${row.workload}|${row.n}`
   const official = new Map(
-    rows.filter((row) => row.pathId === 'official' && row.stats).map((row) => [key(row), row]),
+    rows.filter((row) => OFFICIAL_PATHS.includes(row.pathId) && row.stats).map((row) => [key(row), row]),
   )
   for (const row of rows) {
     const reference = official.get(key(row))

@@ -8,6 +8,8 @@ import { lazyFields, wide45Projection } from './datasets.mjs'
  * @property {'wide45' | 'tweets' | 'orders'} dataset  Collection name (same on every target).
  * @property {number} [fieldCount] wide45 preset: `_id` + the first fieldCount-1 fields.
  * @property {number} concurrency  Queries run at once with Promise.all (1 = a single query).
+ * @property {boolean} [reduce]    A reduction (count, total, per region) instead of a document list:
+ *   only the reducing paths run it (see `reduces` in paths.mjs).
  */
 
 /** @type {Workload[]} In table order. */
@@ -21,6 +23,9 @@ export const WORKLOADS = [
   { id: 'tweets', dataset: 'tweets', concurrency: 1 },
   { id: 'orders', dataset: 'orders', concurrency: 1 },
   { id: 'wide45-45 x10', dataset: 'wide45', fieldCount: 45, concurrency: 10 },
+  // The WorkerPool case: 10 reductions at once, main-thread event-loop delay vs reducing on the
+  // main thread (the max loop delay column samples a 10 ms heartbeat).
+  { id: 'orders reduce x10', dataset: 'orders', concurrency: 10, reduce: true },
 ]
 
 const workload = (id) => {
@@ -50,6 +55,9 @@ const grid = (workloadIds, sizes, skip = { paths: [], reason: '' }) =>
 
 const SINGLE_QUERY_WORKLOADS = WORKLOADS.filter((w) => w.concurrency === 1).map((w) => w.id)
 
+/** Documents per reduction in the reduce workload on the replay server. */
+const REDUCE_DOCUMENTS = 20_000
+
 /** Documents seeded per collection on devdb / MONGODB_URI (FerretDB serves ~80 µs per document). */
 export const SEEDED_DOCUMENTS = 4_000
 
@@ -63,6 +71,7 @@ const PLANS = {
     quick: () => [
       ...grid(['wide45-4', 'wide45-15', 'wide45-45', 'tweets', 'orders'], [10_000]),
       ...grid(['wide45-45 x10'], [10_000]),
+      ...grid(['orders reduce x10'], [REDUCE_DOCUMENTS]),
     ],
     full: () => [
       ...grid(SINGLE_QUERY_WORKLOADS, [1_000, 10_000, 100_000]),
@@ -73,13 +82,14 @@ const PLANS = {
         reason: 'skipped at 1M to keep the full run near 15 min (see 100k)',
       }),
       ...grid(['wide45-45 x10'], [10_000]),
+      ...grid(['orders reduce x10'], [REDUCE_DOCUMENTS]),
     ],
   },
   seeded: {
-    quick: () => grid(['wide45-9', 'wide45-45', 'orders', 'wide45-45 x10'], [1_000]),
+    quick: () => grid(['wide45-9', 'wide45-45', 'orders', 'wide45-45 x10', 'orders reduce x10'], [1_000]),
     full: () => [
       ...grid(['wide45-9', 'wide45-45', 'orders'], [1_000, SEEDED_DOCUMENTS]),
-      ...grid(['wide45-45 x10'], [1_000]),
+      ...grid(['wide45-45 x10', 'orders reduce x10'], [1_000]),
     ],
   },
 }

@@ -1,0 +1,582 @@
+/**
+ * `WorkerPool`: reductions over query results on worker threads, so the main thread's event loop
+ * stays free while documents are decoded and reduced. Only the accumulator comes back.
+ * @module
+ */
+import { availableParallelism } from 'node:os'
+import { isAbsolute, join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { Worker, type ResourceLimits } from 'node:worker_threads'
+import { BSON, BSONError, type Document, type ObjectId } from 'bson'
+import { describe } from './bson.js'
+import type { Filter, WithId } from './collection.js'
+import {
+  ErrorCode,
+  MongoAPIError,
+  MongoCursorExhaustedError,
+  MongoCursorInUseError,
+  MongoDriverError,
+  MongoError,
+  MongoInvalidArgumentError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoParseError,
+  MongoRuntimeError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoSystemError,
+  MongoWorkerPoolError,
+  type MongoErrorOptions,
+} from './errors.js'
+import { MongoClient, type MongoClientOptions } from './mongo_client.js'
+import type { FindOptions } from './options.js'
+import type { ReduceRequest, ReducerSpec, SerializedError, WorkerReply } from '../worker/protocol.js'
+
+/** The worker entry, compiled from worker/pool_worker.ts next to this file's build (dist/worker/). */
+const WORKER_ENTRY = join(__dirname, 'worker', 'pool_worker.js')
+
+/** How long a cancelled call's worker gets to stop by itself before it is terminated and replaced. */
+const CANCEL_GRACE_MS = 1_000
+
+/** How long `close()` waits for a worker to close its client and exit before terminating it. */
+const STOP_TIMEOUT_MS = 5_000
+
+/** Options of {@link WorkerPool.create}. */
+export interface WorkerPoolOptions {
+  /** The connection string every worker's client connects with. */
+  uri: string
+  /** Client options for every worker's client (structured-cloned into each worker). */
+  clientOptions?: MongoClientOptions
+  /** Number of worker threads. Default: `os.availableParallelism() - 1`, at least 1. */
+  size?: number
+  /** Calls one worker runs at once (their I/O interleaves). Default: 1. */
+  concurrentTasksPerWorker?: number
+  /** Calls waiting for a free worker before `reduce` rejects with `ERR_POOL_QUEUE_FULL`. Default: 1000. */
+  maxQueue?: number
+  /** V8 heap limits of each worker (`worker_threads` `resourceLimits`). */
+  resourceLimits?: ResourceLimits
+}
+
+/** Options of {@link WorkerPool.reduce}: the find options, plus the call's cancellation and time limit. */
+export interface PoolReduceOptions extends FindOptions {
+  /** Aborting rejects the call with `signal.reason` and stops its query. */
+  signal?: AbortSignal
+  /**
+   * Time limit of the whole call (queueing, query and reducer) in ms; 0 or absent means none.
+   * Past it the call rejects with `MongoOperationTimeoutError`; a reducer that does not return
+   * (an endless loop) gets its worker terminated and replaced.
+   */
+  timeoutMS?: number
+}
+
+/** A reducer function: gets the accumulator and one document, returns the next accumulator. */
+export type ReduceFunction<TAccumulator, TSchema> = (
+  accumulator: TAccumulator,
+  document: TSchema,
+) => TAccumulator | Promise<TAccumulator>
+
+/** Options of {@link WorkerPool.close}. */
+export interface WorkerPoolCloseOptions {
+  /** Reject queued and running calls with `ERR_POOL_CLOSED` instead of letting them finish. */
+  force?: boolean
+}
+
+interface Task {
+  request: ReduceRequest
+  resolve(value: unknown): void
+  reject(error: unknown): void
+  settled: boolean
+  /** Removes the abort listener and the timeout. */
+  release(): void
+}
+
+interface PoolWorker {
+  worker: Worker
+  /** Calls sent to this worker that it has not answered yet (settled or not for their callers). */
+  tasks: Map<number, Task>
+  ready: boolean
+  /** Settles with the worker's startup: its client connected, or why not. */
+  started: Promise<void>
+  stopping: boolean
+  /** Why the worker died, when it did: its uncaught error, or why the pool terminated it. */
+  failure?: Error
+}
+
+/** rumongo's errors by name, rebuilt on this side of the thread boundary with their class. */
+const MONGO_ERRORS: Record<string, new (message: string, options?: MongoErrorOptions) => MongoError> = {
+  MongoError,
+  MongoDriverError,
+  MongoAPIError,
+  MongoInvalidArgumentError,
+  MongoCursorInUseError,
+  MongoCursorExhaustedError,
+  MongoNotConnectedError,
+  MongoOperationTimeoutError,
+  MongoParseError,
+  MongoRuntimeError,
+  MongoNetworkError,
+  MongoSystemError,
+  MongoServerSelectionError,
+}
+
+const BUILTIN_ERRORS: Record<string, ErrorConstructor> = {
+  Error,
+  EvalError,
+  RangeError,
+  ReferenceError,
+  SyntaxError,
+  TypeError,
+  URIError,
+}
+
+/** The error a worker reported, with its class (rumongo's or built-in), message, stack and code. */
+function rebuildError(serialized: SerializedError): Error {
+  const { name, message, code, codeName, errorLabels } = serialized
+  let error: Error
+  if (name === 'MongoServerError' && typeof code === 'number') {
+    error = new MongoServerError(message, { code, codeName: codeName ?? '', errorLabels })
+  } else if (name in MONGO_ERRORS) {
+    error = new MONGO_ERRORS[name]!(message, { errorLabels })
+  } else if (name === 'BSONError') {
+    error = new BSONError(message)
+  } else {
+    error = new (BUILTIN_ERRORS[name] ?? Error)(message)
+    if (!(name in BUILTIN_ERRORS)) Object.defineProperty(error, 'name', { value: name, configurable: true })
+    if (code !== undefined) Object.assign(error, { code })
+  }
+  if (serialized.stack !== undefined) error.stack = serialized.stack
+  return error
+}
+
+/** How a worker rebuilds `reducer`; throws MongoInvalidArgumentError when it cannot. */
+function reducerSpec(reducer: unknown): ReducerSpec {
+  if (typeof reducer === 'function') {
+    const source = Function.prototype.toString.call(reducer)
+    if (/\{\s*\[native code\]\s*\}$/.test(source)) {
+      throw new MongoInvalidArgumentError(
+        'reducer is a native or bound function, whose source cannot be rebuilt in a worker: pass an arrow ' +
+          'function or a function expression, or a module path',
+      )
+    }
+    try {
+      // Compiled here only to fail early and clearly; the worker compiles it again in its own scope.
+      new Function(`return (${source})`)
+    } catch (error) {
+      throw new MongoInvalidArgumentError(
+        `reducer source cannot be rebuilt in a worker (${String(error)}): pass an arrow function or a ` +
+          'function expression (a method written `reduce(acc, doc) {}` does not compile alone), or a module path',
+        { cause: error },
+      )
+    }
+    return { kind: 'function', source }
+  }
+  if (reducer instanceof URL) {
+    if (reducer.protocol !== 'file:') {
+      throw new MongoInvalidArgumentError(`reducer module URL must be a file: URL, got ${reducer.href}`)
+    }
+    return { kind: 'module', url: reducer.href }
+  }
+  if (typeof reducer === 'string' && reducer.startsWith('file:')) return reducerSpec(new URL(reducer))
+  if (typeof reducer === 'string' && isAbsolute(reducer)) {
+    return { kind: 'module', url: pathToFileURL(reducer).href }
+  }
+  throw new MongoInvalidArgumentError(
+    `reducer must be a function, a file URL or an absolute module path, got ${describe(reducer)}`,
+  )
+}
+
+const ENTRY_FLAG = /^(-e|--eval|-p|--print|--input-type)(=|$)/
+
+/**
+ * The workers' Node options: inherited (`undefined`), unless the process runs `-e` code or has
+ * `--input-type`, which a worker would inherit and then fail to load its file with. Then the
+ * parent's options without those (given explicitly, Node rejects process-wide flags such as
+ * `--expose-gc` here, hence inheriting whenever possible).
+ */
+function workerExecArgv(): string[] | undefined {
+  const parent = process.execArgv
+  if (!parent.some((arg) => ENTRY_FLAG.test(arg))) return undefined
+  const args: string[] = []
+  for (let index = 0; index < parent.length; index++) {
+    const arg = parent[index]!
+    if (['-e', '--eval', '-p', '--print', '--input-type'].includes(arg)) index++
+    else if (!/^--(eval|print|input-type)=/.test(arg)) args.push(arg)
+  }
+  return args
+}
+
+function checkName(value: unknown, what: string): string {
+  if (typeof value !== 'string' || value.length === 0) {
+    throw new MongoInvalidArgumentError(`${what} name must be a non-empty string, got ${describe(value)}`)
+  }
+  return value
+}
+
+function checkCount(value: unknown, what: string, fallback: number): number {
+  if (value === undefined) return fallback
+  if (!Number.isSafeInteger(value) || (value as number) < 1) {
+    throw new MongoInvalidArgumentError(`${what} must be a positive integer, got ${describe(value)}`)
+  }
+  return value as number
+}
+
+/**
+ * A pool of worker threads, each with its own rumongo client, that runs reductions over query
+ * results: documents are fetched, decoded and reduced in a worker, and only the accumulator
+ * (structured-cloned) comes back, so the main thread's event loop stays free.
+ *
+ * - Calls go to the least busy worker; when every worker is busy they wait in a bounded queue.
+ * - A worker that crashes (an uncaught error, `process.exit`, out of memory) rejects only the calls
+ *   it was running with `ERR_POOL_WORKER_EXITED`, and is replaced.
+ * - It pays off when reducing many documents to a small result. Returning large data is slower
+ *   than a direct `find` on the main thread: every value is cloned across threads.
+ */
+export class WorkerPool {
+  readonly #uri: string
+  readonly #clientOptions: MongoClientOptions
+  readonly #concurrency: number
+  readonly #maxQueue: number
+  readonly #resourceLimits: ResourceLimits | undefined
+  readonly #workers = new Set<PoolWorker>()
+  readonly #queue: Task[] = []
+  readonly #drainWaiters: (() => void)[] = []
+  #nextId = 1
+  #closing: Promise<void> | null = null
+  /** Why the last worker that died did, for calls that find no worker left. */
+  #lastFailure: Error | undefined
+
+  private constructor(options: WorkerPoolOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new MongoInvalidArgumentError(`pool options must be an object, got ${describe(options)}`)
+    }
+    if (typeof options.uri !== 'string') {
+      throw new MongoInvalidArgumentError(`uri must be a connection string, got ${describe(options.uri)}`)
+    }
+    this.#uri = options.uri
+    this.#clientOptions = options.clientOptions ?? {}
+    // Parsed here (no I/O) so that a bad connection string or option fails with its typed error
+    // (MongoParseError, ...) before any worker starts.
+    new MongoClient(this.#uri, this.#clientOptions)
+    this.#concurrency = checkCount(options.concurrentTasksPerWorker, 'concurrentTasksPerWorker', 1)
+    this.#maxQueue = checkCount(options.maxQueue, 'maxQueue', 1_000)
+    this.#resourceLimits = options.resourceLimits
+    const size = checkCount(options.size, 'size', Math.max(1, availableParallelism() - 1))
+    for (let index = 0; index < size; index++) this.#spawn()
+  }
+
+  /**
+   * Starts `size` workers and resolves once every worker's client is connected. Rejects with the
+   * connection's error (e.g. `MongoServerSelectionError`), or `MongoInvalidArgumentError` for bad
+   * options, after stopping the workers.
+   */
+  static async create(options: WorkerPoolOptions): Promise<WorkerPool> {
+    const pool = new WorkerPool(options)
+    try {
+      await Promise.all([...pool.#workers].map((worker) => worker.started))
+    } catch (error) {
+      await pool.close({ force: true })
+      throw error
+    }
+    return pool
+  }
+
+  /** Number of worker threads. */
+  get size(): number {
+    return this.#workers.size
+  }
+
+  /**
+   * Runs `find(filter, options)` on `db.collection` in a worker and folds the documents with
+   * `reducer`, starting from `initial`. Resolves with the final accumulator.
+   *
+   * `reducer` is either
+   * - a function `(accumulator, document) => accumulator`, shipped as source and rebuilt in the
+   *   worker: it sees only its arguments and globals (closures do not travel; put values in
+   *   `initial`), or
+   * - a module (file URL, `import.meta.url`-relative `URL`, or absolute path) exporting
+   *   `reduce(accumulator, document)` and optionally `init()`, which gives the initial accumulator
+   *   when `initial` is omitted. Each worker imports it once.
+   *
+   * `initial` and the result are structured-cloned across threads: BSON values (ObjectId, Long,
+   * ...) arrive as plain objects, so reduce them to strings or numbers. A reducer may return a
+   * promise. Errors keep their class, message, stack and `code` (`MongoServerError` keeps
+   * `codeName`).
+   */
+  async reduce<TAccumulator, TSchema extends Document = Document>(
+    db: string,
+    collection: string,
+    filter: Filter<TSchema> | ObjectId,
+    options: PoolReduceOptions,
+    reducer: ReduceFunction<TAccumulator, WithId<TSchema>> | URL | string,
+    initial?: TAccumulator,
+  ): Promise<TAccumulator> {
+    if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
+      throw new MongoInvalidArgumentError(`filter must be an object or an ObjectId, got ${describe(filter)}`)
+    }
+    if (typeof options !== 'object' || options === null) {
+      throw new MongoInvalidArgumentError(`options must be an object, got ${describe(options)}`)
+    }
+    const { signal, timeoutMS = 0, ...findOptions } = options
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw new MongoInvalidArgumentError(`signal must be an AbortSignal, got ${describe(signal)}`)
+    }
+    if (typeof timeoutMS !== 'number' || !Number.isFinite(timeoutMS) || timeoutMS < 0) {
+      throw new MongoInvalidArgumentError(
+        `timeoutMS must be a non-negative number, got ${describe(timeoutMS)}`,
+      )
+    }
+    const names = { db: checkName(db, 'database'), collection: checkName(collection, 'collection') }
+    const spec = reducerSpec(reducer)
+    if (this.#closing) throw new MongoWorkerPoolError(ErrorCode.PoolClosed, 'the worker pool is closed')
+    signal?.throwIfAborted()
+    if (this.#queue.length >= this.#maxQueue) {
+      throw new MongoWorkerPoolError(
+        ErrorCode.PoolQueueFull,
+        `the worker pool queue is full (${this.#maxQueue} calls waiting; maxQueue)`,
+      )
+    }
+    // The filter crosses as BSON, byte for byte what the worker's find sends (js-bson types kept).
+    const serialize = {
+      ignoreUndefined: findOptions.ignoreUndefined ?? this.#clientOptions.ignoreUndefined ?? false,
+      serializeFunctions: findOptions.serializeFunctions ?? this.#clientOptions.serializeFunctions ?? false,
+    }
+    const request: ReduceRequest = {
+      type: 'reduce',
+      id: this.#nextId++,
+      ...names,
+      filter: BSON.serialize({ filter }, serialize),
+      options: BSON.serialize({ options: findOptions }, serialize),
+      reducer: spec,
+      hasInitial: initial !== undefined,
+      initial,
+    }
+    return new Promise<TAccumulator>((resolve, reject) => {
+      const task: Task = {
+        request,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+        settled: false,
+        release: () => {
+          clearTimeout(timer)
+          signal?.removeEventListener('abort', onAbort)
+        },
+      }
+      const onAbort = () => this.#cancel(task, signal!.reason)
+      signal?.addEventListener('abort', onAbort, { once: true })
+      const timer =
+        timeoutMS > 0
+          ? setTimeout(
+              () =>
+                this.#cancel(task, new MongoOperationTimeoutError(`reduce timed out after ${timeoutMS} ms`)),
+              timeoutMS,
+            )
+          : undefined
+      this.#queue.push(task)
+      this.#pump()
+    })
+  }
+
+  /**
+   * Stops the pool. New calls reject with `ERR_POOL_CLOSED`. By default queued and running calls
+   * finish first; with `force` they reject with `ERR_POOL_CLOSED`. Then every worker closes its
+   * client and exits (a worker that does not is terminated), so no handle is left open.
+   */
+  close(options: WorkerPoolCloseOptions = {}): Promise<void> {
+    this.#closing ??= this.#close(options.force === true)
+    return this.#closing
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+
+  async #close(force: boolean): Promise<void> {
+    if (force) {
+      const closed = () => new MongoWorkerPoolError(ErrorCode.PoolClosed, 'the worker pool was closed')
+      for (const task of this.#queue.splice(0)) this.#reject(task, closed())
+      for (const worker of this.#workers) {
+        for (const task of worker.tasks.values()) this.#reject(task, closed())
+      }
+    } else {
+      await new Promise<void>((resolve) => {
+        this.#drainWaiters.push(resolve)
+        this.#checkDrained()
+      })
+    }
+    await Promise.all([...this.#workers].map((worker) => this.#stop(worker)))
+  }
+
+  /** Asks a worker to cancel its calls and close its client; terminates it if it does not exit. */
+  async #stop(worker: PoolWorker): Promise<void> {
+    worker.stopping = true
+    worker.worker.ref()
+    const exited = new Promise((resolve) => worker.worker.once('exit', resolve))
+    worker.worker.postMessage({ type: 'close' })
+    const timer = setTimeout(() => void worker.worker.terminate(), STOP_TIMEOUT_MS)
+    await exited
+    clearTimeout(timer)
+  }
+
+  #spawn(): void {
+    const execArgv = workerExecArgv()
+    const worker: PoolWorker = {
+      worker: new Worker(WORKER_ENTRY, {
+        workerData: { uri: this.#uri, clientOptions: this.#clientOptions },
+        ...(this.#resourceLimits ? { resourceLimits: this.#resourceLimits } : {}),
+        ...(execArgv ? { execArgv } : {}),
+      }),
+      tasks: new Map(),
+      ready: false,
+      started: Promise.resolve(),
+      stopping: false,
+    }
+    worker.started = new Promise<void>((resolve, reject) => {
+      worker.worker.on('message', (reply: WorkerReply) => {
+        if (reply.type === 'ready' || reply.type === 'startupError') {
+          worker.ready = true
+          this.#updateRef(worker)
+          if (reply.type === 'ready') resolve()
+          else reject(rebuildError(reply.error))
+        } else {
+          this.#onReply(worker, reply)
+        }
+      })
+      worker.worker.on('error', (error) => (worker.failure ??= error))
+      worker.worker.on('exit', (code) => {
+        reject(
+          worker.failure ??
+            new MongoWorkerPoolError(ErrorCode.PoolWorkerExited, 'a worker exited at startup'),
+        )
+        this.#onExit(worker, code)
+      })
+    })
+    // Only create() awaits the first workers' startup; a replacement's calls report its failures.
+    worker.started.catch(() => {})
+    this.#workers.add(worker)
+  }
+
+  /** Keeps the process alive while a worker starts, runs calls or stops; never while it idles. */
+  #updateRef(worker: PoolWorker): void {
+    if (!worker.ready || worker.stopping || worker.tasks.size > 0) worker.worker.ref()
+    else worker.worker.unref()
+  }
+
+  /** Sends queued calls to the least busy workers that have room. */
+  #pump(): void {
+    // Only when workers died at startup and were not replaced (see #onExit).
+    if (this.#workers.size === 0) {
+      for (const task of this.#queue.splice(0)) {
+        this.#reject(
+          task,
+          new MongoWorkerPoolError(ErrorCode.PoolWorkerExited, 'the worker pool has no worker left', {
+            cause: this.#lastFailure,
+          }),
+        )
+      }
+    }
+    while (this.#queue.length > 0) {
+      let chosen: PoolWorker | undefined
+      for (const worker of this.#workers) {
+        if (worker.stopping || worker.tasks.size >= this.#concurrency) continue
+        if (!chosen || worker.tasks.size < chosen.tasks.size) chosen = worker
+      }
+      if (!chosen) return
+      const task = this.#queue.shift()!
+      try {
+        chosen.worker.postMessage(task.request)
+      } catch (error) {
+        this.#reject(
+          task,
+          new MongoInvalidArgumentError(
+            `the initial accumulator cannot be sent to a worker: ${String(error)}`,
+            { cause: error },
+          ),
+        )
+        continue
+      }
+      chosen.tasks.set(task.request.id, task)
+      this.#updateRef(chosen)
+    }
+  }
+
+  #onReply(worker: PoolWorker, reply: Extract<WorkerReply, { id: number }>): void {
+    const task = worker.tasks.get(reply.id)
+    if (!task) return
+    worker.tasks.delete(reply.id)
+    this.#updateRef(worker)
+    if (reply.type === 'result') this.#resolve(task, reply.value)
+    else this.#reject(task, rebuildError(reply.error))
+    this.#pump()
+    this.#checkDrained()
+  }
+
+  #onExit(worker: PoolWorker, code: number): void {
+    this.#workers.delete(worker)
+    const cause = worker.failure
+    const ranCalls = worker.tasks.size > 0
+    for (const task of worker.tasks.values()) {
+      this.#reject(
+        task,
+        new MongoWorkerPoolError(
+          ErrorCode.PoolWorkerExited,
+          `the worker running this call exited (code ${code})${cause ? `: ${cause.message}` : ''}`,
+          { cause },
+        ),
+      )
+    }
+    worker.tasks.clear()
+    // A worker that dies at startup, before connecting or running anything, would die again: not
+    // replaced, so a broken setup (e.g. resourceLimits too small to load the addon) cannot respawn
+    // forever.
+    if (!worker.stopping && (worker.ready || ranCalls)) this.#spawn()
+    this.#lastFailure = cause ?? this.#lastFailure
+    this.#pump()
+    this.#checkDrained()
+  }
+
+  /** Rejects a call now (abort, timeout); its worker gets a grace period to stop the query. */
+  #cancel(task: Task, reason: unknown): void {
+    if (task.settled) return
+    this.#reject(task, reason)
+    const queued = this.#queue.indexOf(task)
+    if (queued >= 0) {
+      this.#queue.splice(queued, 1)
+      this.#checkDrained()
+      return
+    }
+    const worker = [...this.#workers].find((candidate) => candidate.tasks.has(task.request.id))
+    if (!worker) return
+    worker.worker.postMessage({ type: 'cancel', id: task.request.id })
+    setTimeout(() => {
+      // Still running after the grace period: its reducer blocks the thread (an endless loop).
+      if (!worker.tasks.has(task.request.id) || worker.stopping) return
+      worker.failure ??= new MongoWorkerPoolError(
+        ErrorCode.PoolWorkerExited,
+        'terminated because a cancelled call did not stop',
+      )
+      void worker.worker.terminate()
+    }, CANCEL_GRACE_MS).unref()
+  }
+
+  /** Settles a call's promise, once. */
+  #resolve(task: Task, value: unknown): void {
+    if (task.settled) return
+    task.settled = true
+    task.release()
+    task.resolve(value)
+  }
+
+  #reject(task: Task, error: unknown): void {
+    if (task.settled) return
+    task.settled = true
+    task.release()
+    task.reject(error)
+  }
+
+  #checkDrained(): void {
+    if (this.#queue.length > 0) return
+    for (const worker of this.#workers) if (worker.tasks.size > 0) return
+    for (const resolve of this.#drainWaiters.splice(0)) resolve()
+  }
+}
