@@ -5,9 +5,14 @@
  */
 import { Readable } from 'node:stream'
 import type { Document } from 'bson'
-import type { ResolvedBSONOptions } from '../bson.js'
+import { describe, type ResolvedBSONOptions } from '../bson.js'
 import { createDecoder, type BatchDecoder } from '../decode.js'
-import { callNative, MongoCursorExhaustedError, MongoCursorInUseError } from '../errors.js'
+import {
+  callNative,
+  MongoCursorExhaustedError,
+  MongoCursorInUseError,
+  MongoInvalidArgumentError,
+} from '../errors.js'
 import type { DocumentBatch, NativeCollection, NativeCursor } from '../native.cjs'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
@@ -126,6 +131,7 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** Calls `iterator` for each document; stops early when it returns `false`. */
   async forEach(iterator: (document: TSchema) => boolean | void): Promise<void> {
+    checkFunction('forEach', iterator)
     for await (const document of this) {
       if (iterator(document) === false) break
     }
@@ -137,6 +143,7 @@ export abstract class AbstractCursor<TSchema = Document>
    */
   map<T>(transform: (document: TSchema) => T): AbstractCursor<T> {
     this.throwIfInitialized()
+    checkFunction('map', transform)
     const previous = this.#transform
     this.#transform = previous ? (document) => transform(previous(document)) : transform
     return this as unknown as AbstractCursor<T>
@@ -235,6 +242,12 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#state = 'exhausted'
     this.#native = null
     this.#prefetched = null
+  }
+}
+
+function checkFunction(method: string, value: unknown): void {
+  if (typeof value !== 'function') {
+    throw new MongoInvalidArgumentError(`${method} expects a function, got ${describe(value)}`)
   }
 }
 
