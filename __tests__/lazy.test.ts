@@ -23,7 +23,13 @@ import {
   type Collection as OfficialCollection,
   type Document,
 } from 'mongodb'
-import { isLazyDocument, materialize, type Collection, type LazyDocument } from 'rumongo'
+import {
+  isLazyDocument,
+  materialize,
+  MongoInvalidArgumentError,
+  type Collection,
+  type LazyDocument,
+} from 'rumongo'
 import {
   BSON_OPTION_CASES,
   connectBoth,
@@ -287,7 +293,7 @@ describe('Proxy semantics', () => {
     const stored = lazyAndExpected({ toObject: 'stored field', n: 1 })
     expect(stored.lazy.toObject).toBe('stored field') // the stored field wins
     expectIdentical(materialize(stored.lazy), stored.expected)
-    expect(() => materialize({} as LazyDocument)).toThrow(TypeError)
+    expect(() => materialize({} as LazyDocument)).toThrow(MongoInvalidArgumentError)
   })
 
   it('is read-only: assignment, delete, defineProperty, freeze throw a TypeError', () => {

@@ -330,27 +330,59 @@ describe('sanitizeFilter', () => {
     ['inside $and and $or', { $and: [{ name: { $gt: '' } }], $or: [{ age: { $in: [1] } }, { age: 3 }] }],
     ['$eq alone is kept', { name: { $eq: 'Ada' } }],
     ['plain values are kept', { name: 'Ada', age: 3, tags: ['a'] }],
+    ['inside $nor, nested logical operators', { $nor: [{ $or: [{ a: { $exists: true } }] }] }],
+    ['an operator beside $eq', { name: { $eq: 'Ada', $ne: 'Bob' } }],
+    ['an array of filters', [{ a: { $gt: 1 } }, { b: 2 }]],
+    ['another top-level operator', { $comment: { $gt: 1 }, a: 1 }],
+    ['a nested document without operators', { address: { city: 'Paris', zip: { code: '75' } } }],
+    [
+      'arrays and BSON values under a path',
+      { tags: [{ $gt: 1 }], id: new ObjectId('64b7f0c2a1b2c3d4e5f60718') },
+    ],
   ])('%s: same as Mongoose', (_case, filter) => {
     const expected = mongoose.sanitizeFilter(structuredClone(filter))
     const input = structuredClone(filter)
-    expect(Model.sanitizeFilter(input)).toEqual(expected)
+    expect(Model.sanitizeFilter(input as Document)).toEqual(expected)
     expect(input).toEqual(filter)
   })
 
-  it('recurses through $nor', () => {
-    expect(Model.sanitizeFilter({ $nor: [{ name: { $regex: '.' } }] })).toEqual({
-      $nor: [{ name: { $eq: { $regex: '.' } } }],
-    })
+  it.each([
+    ['$where', { $where: 'true' }],
+    ['$expr', { $expr: { $gt: ['$a', 1] } }],
+    ['$jsonSchema', { $jsonSchema: {} }],
+    ['$text', { $text: { $search: 'x' } }],
+    ['$where inside $or', { $or: [{ a: 1 }, { $where: 'true' }] }],
+  ])('refuses %s, as Mongoose does', (_case, filter) => {
+    expect(() => mongoose.sanitizeFilter(structuredClone(filter))).toThrow(/not allowed with sanitizeFilter/)
+    expect(() => Model.sanitizeFilter(structuredClone(filter))).toThrow(MongoInvalidArgumentError)
+    expect(() => Model.sanitizeFilter(structuredClone(filter))).toThrow(/not allowed with sanitizeFilter/)
   })
 
-  it('rejects code and expression operators when asked', () => {
+  it('leaves trusted values alone: Model.trusted and mongoose.trusted', () => {
+    const ours = { age: Model.trusted({ $gt: 18 }), $expr: Model.trusted({ $eq: ['$a', '$b'] }) }
+    expect(Model.sanitizeFilter(ours)).toEqual({ age: { $gt: 18 }, $expr: { $eq: ['$a', '$b'] } })
+    const theirs = { age: mongoose.trusted({ $gt: 18 }) }
+    expect(Model.sanitizeFilter(theirs).age).toBe(theirs.age)
+    expect(mongoose.sanitizeFilter({ ...theirs }).age).toBe(theirs.age)
+    // The mark is not a field: it is not serialized.
+    expect(Object.keys(ours.age)).toEqual(['$gt'])
+  })
+
+  it('keeps a "__proto__" key from JSON input a field, never a prototype', () => {
+    const sanitized = Model.sanitizeFilter(JSON.parse('{"__proto__": {"$ne": 1}, "a": 1}'))
+    expect(Object.getPrototypeOf(sanitized)).toBe(Object.prototype)
+    expect(Object.keys(sanitized)).toEqual(['__proto__', 'a'])
+    expect(Object.getOwnPropertyDescriptor(sanitized, '__proto__')?.value).toEqual({ $eq: { $ne: 1 } })
+  })
+
+  it('rejects code and expression operators wherever they would run when asked', () => {
     const strict = { rejectUnsafeOperators: true }
-    expect(Model.sanitizeFilter({ $where: 'true' })).toEqual({ $where: 'true' })
     expect(() => Model.sanitizeFilter({ $where: 'true' }, strict)).toThrow(MongoInvalidArgumentError)
     expect(() => Model.sanitizeFilter({ $or: [{ $expr: { $gt: ['$a', 1] } }] }, strict)).toThrow(/\$expr/)
-    expect(() =>
-      Model.sanitizeFilter({ $expr: { $function: { body: 'x', args: [], lang: 'js' } } }, strict),
-    ).toThrow(MongoInvalidArgumentError)
+    // Trusted values skip sanitizing, but not this check.
+    const trusted = { $and: Model.trusted([{ $where: 'true' }]) }
+    expect(Model.sanitizeFilter(trusted)).toEqual({ $and: [{ $where: 'true' }] })
+    expect(() => Model.sanitizeFilter(trusted, strict)).toThrow(/\$where/)
     // Wrapped in $eq, an operator is a literal value the server never evaluates.
     expect(Model.sanitizeFilter({ name: { $where: 'true' } }, strict)).toEqual({
       name: { $eq: { $where: 'true' } },

@@ -53,11 +53,16 @@ pub struct DocumentBatch {
 /// Encodes a server reply's batch on the rayon pool, keeping CPU work off both the JS thread and
 /// the tokio workers that serve I/O. `last` says no batch can follow it.
 pub async fn encode_batch(batch: RawBatch, output: BatchOutput, last: bool) -> Result<DocumentBatch> {
+    on_rayon(move || encode_reply(&batch, output, last)).await
+}
+
+/// Runs `work` on the rayon pool; a panic in it becomes an internal error.
+pub async fn on_rayon<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
     let (sender, receiver) = tokio::sync::oneshot::channel();
     rayon::spawn(move || {
-        let encoded = std::panic::catch_unwind(AssertUnwindSafe(|| encode_reply(&batch, output, last)))
+        let result = std::panic::catch_unwind(AssertUnwindSafe(work))
             .unwrap_or(Err(Error::Internal("decoding a batch panicked")));
-        let _ = sender.send(encoded);
+        let _ = sender.send(result);
     });
     receiver
         .await
@@ -74,13 +79,68 @@ fn encode_reply(batch: &RawBatch, output: BatchOutput, last: bool) -> Result<Doc
 
 /// Encodes the batch in a BSON document `{ batch: [doc, ...] }` the way a server reply's
 /// `firstBatch` is encoded: lets tests and benchmarks feed any bytes through the same path.
-#[napi]
+#[napi(catch_unwind)]
 pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<DocumentBatch> {
     let reply = bson::RawDocument::from_bytes(reply.as_ref()).map_err(Error::from)?;
     Ok(encode_documents(
         reply.get_array("batch").map_err(Error::from)?,
         output,
     )?)
+}
+
+/// Checks the framing of a document handed over as raw BSON (`raw: true`, `findLazy`) as js-bson's
+/// `parseToElements` does: the official driver's reply parser walks the top-level elements of each
+/// document with it, so a document whose element framing is broken fails the read in both drivers,
+/// while broken values (invalid UTF-8, a bad boolean) are left to whoever decodes them. Taped
+/// batches need no check: the tape, or js-bson when it gives up, reads every byte.
+fn check_framing(document: &[u8]) -> Result<()> {
+    let malformed = |message| Err(Error::MalformedBson(message));
+    // Index of the document's terminator (its length prefix and terminator are checked already).
+    let end = document.len() - 1;
+    let null_after = |start: usize| match document.get(start..end) {
+        Some(rest) => rest.iter().position(|&byte| byte == 0).map(|nul| start + nul),
+        None => None,
+    };
+    let size_at = |at: usize| {
+        let bytes = document.get(at..at + 4)?.try_into().ok()?;
+        usize::try_from(i32::from_le_bytes(bytes)).ok()
+    };
+    let mut at = 4;
+    loop {
+        let tag = document[at];
+        at += 1;
+        if tag == 0 {
+            return if at == document.len() {
+                Ok(())
+            } else {
+                malformed("invalid 0x00 type byte")
+            };
+        }
+        let Some(key_end) = null_after(at) else {
+            return malformed("null terminator not found");
+        };
+        at = key_end + 1;
+        let length = match tag {
+            0x01 | 0x09 | 0x11 | 0x12 => Some(8),
+            0x10 => Some(4),
+            0x07 => Some(12),
+            0x13 => Some(16),
+            0x08 => Some(1),
+            0x06 | 0x0A | 0x7F | 0xFF => Some(0),
+            0x0B => null_after(at)
+                .and_then(|pattern_end| null_after(pattern_end + 1))
+                .map(|flags_end| flags_end + 1 - at),
+            0x03 | 0x04 | 0x0F => size_at(at),
+            0x02 | 0x0D | 0x0E => size_at(at).map(|size| size + 4),
+            0x05 => size_at(at).map(|size| size + 5),
+            0x0C => size_at(at).map(|size| size + 16),
+            _ => return malformed("invalid type byte"),
+        };
+        match length {
+            Some(length) if at + length <= end => at += length,
+            _ => return malformed("value reports length larger than document"),
+        }
+    }
 }
 
 /// Copies the documents into one contiguous buffer, then tapes or transcodes them.
@@ -91,6 +151,9 @@ fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBat
         let document = element?.as_document().ok_or(Error::InvalidResponse(
             "a cursor batch holds a value that is not a document",
         ))?;
+        if matches!(output, BatchOutput::Raw) {
+            check_framing(document.as_bytes())?;
+        }
         documents.extend_from_slice(document.as_bytes());
         count += 1;
     }

@@ -55,7 +55,7 @@ pub struct NativeClient {
 impl NativeClient {
     /// Parses the URI, selects a server and checks it answers `ping`, like the official
     /// driver's `MongoClient.connect`.
-    #[napi]
+    #[napi(catch_unwind)]
     pub async fn connect(uri: String) -> napi::Result<NativeClient> {
         let client = mongodb::Client::with_uri_str(&uri)
             .await
@@ -76,7 +76,7 @@ impl NativeClient {
     }
 
     /// A handle on `db.collection`; no I/O.
-    #[napi]
+    #[napi(catch_unwind)]
     pub fn collection(&self, db: String, name: String) -> napi::Result<NativeCollection> {
         let client = self.state.client()?;
         Ok(NativeCollection::new(
@@ -85,13 +85,13 @@ impl NativeClient {
         ))
     }
 
-    #[napi(getter)]
+    #[napi(getter, catch_unwind)]
     pub fn is_closed(&self) -> bool {
         lock(&self.state.client).is_none()
     }
 
     /// Kills the client's open cursors on the server, then closes its connections. Idempotent.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let state = self.state.clone();
         spawn(env, async move {

@@ -43,7 +43,7 @@ impl NativeCollection {
     /// Runs `find` and returns its cursor with the first batch buffered.
     /// `filter` and `options` are BSON documents built by the TypeScript layer; `output` says what
     /// each batch is prepared as.
-    #[napi(ts_return_type = "Promise<NativeCursor>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<NativeCursor>")]
     pub fn find<'env>(
         &self,
         env: &'env Env,
@@ -92,7 +92,7 @@ impl NativeCollection {
     }
 
     /// Runs `aggregate`; `pipeline` is a BSON document `{ pipeline: [stage, ...] }`.
-    #[napi(ts_return_type = "Promise<NativeCursor>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<NativeCursor>")]
     pub fn aggregate<'env>(
         &self,
         env: &'env Env,
@@ -127,7 +127,7 @@ impl NativeCollection {
     }
 
     /// Counts the documents matching `filter` (an aggregation on the server, as in the official driver).
-    #[napi(ts_return_type = "Promise<number>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<number>")]
     pub fn count_documents<'env>(
         &self,
         env: &'env Env,
@@ -155,7 +155,7 @@ impl NativeCollection {
     }
 
     /// The collection's document count from its metadata (`count` command).
-    #[napi(ts_return_type = "Promise<number>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<number>")]
     pub fn estimated_document_count<'env>(
         &self,
         env: &'env Env,
@@ -180,7 +180,7 @@ impl NativeCollection {
     }
 
     /// The distinct values of `key`, as a BSON document `{ values: [...] }` for the JS decoder.
-    #[napi(ts_return_type = "Promise<Buffer>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<Buffer>")]
     pub fn distinct<'env>(
         &self,
         env: &'env Env,

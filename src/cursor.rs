@@ -67,7 +67,7 @@ impl NativeCursor {
 #[napi]
 impl NativeCursor {
     /// The next server batch, or `null` once the cursor is exhausted or closed.
-    #[napi(ts_return_type = "Promise<DocumentBatch | null>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<DocumentBatch | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
         spawn(env, async move {
@@ -92,7 +92,7 @@ impl NativeCursor {
     }
 
     /// Kills the server cursor if it is still open. Idempotent.
-    #[napi(ts_return_type = "Promise<void>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let slot = self.slot.clone();
         spawn(env, async move {

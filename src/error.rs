@@ -24,6 +24,9 @@ pub enum Error {
     /// BSON that does not parse: from the server, or a corrupted buffer from the JS side.
     #[error("invalid BSON: {0}")]
     Bson(#[from] bson::error::Error),
+    /// BSON whose framing is broken, found by rumongo's own checks.
+    #[error("invalid BSON: {0}")]
+    MalformedBson(&'static str),
     /// A bug in rumongo, reported instead of crashing the process.
     #[error("internal error: {0}")]
     Internal(&'static str),
@@ -51,7 +54,9 @@ impl Error {
             Error::InvalidArgument(message) => json!({ "kind": "invalidArgument", "message": message }),
             Error::Parse(message) => json!({ "kind": "parse", "message": message }),
             Error::Closed(what) => json!({ "kind": "closed", "message": self.to_string(), "what": what }),
-            Error::Bson(_) => json!({ "kind": "bson", "message": self.to_string() }),
+            Error::Bson(_) | Error::MalformedBson(_) => {
+                json!({ "kind": "bson", "message": self.to_string() })
+            }
             Error::InvalidResponse(_) | Error::Internal(_) => {
                 json!({ "kind": "driver", "message": self.to_string() })
             }

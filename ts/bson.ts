@@ -70,6 +70,9 @@ export function resolveBSONOptions(
   options: Document | undefined,
   parent: ResolvedBSONOptions,
 ): ResolvedBSONOptions {
+  if (options !== undefined && options !== null && typeof options !== 'object') {
+    throw new MongoInvalidArgumentError(`options must be an object, got ${describe(options)}`)
+  }
   const resolved = { ...parent }
   for (const name of BSON_OPTION_NAMES) {
     const value: unknown = options?.[name]

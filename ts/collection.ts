@@ -13,11 +13,11 @@ import { findJson, pipeJson, type JsonOptions, type PipeJsonResult } from './jso
 import { lazyDocumentFactory, type LazyDocument } from './lazy.js'
 import type { NativeCollection } from './native.cjs'
 import {
+  checkFilter,
   COUNT_DOCUMENTS,
   DISTINCT,
   ESTIMATED_DOCUMENT_COUNT,
   FIND,
-  isPlainObject,
   resolveOperationOptions,
   type AggregateOptions,
   type CountDocumentsOptions,
@@ -248,15 +248,4 @@ export class Collection<TSchema extends Document = Document> {
     )
     return createDecoder({ ...bson, raw: false }).decodeDocument(reply).values as T[]
   }
-}
-
-/** A filter must be a plain object; an ObjectId means `{ _id: id }` (as in the official driver). */
-function checkFilter(filter: unknown): Document {
-  if (isPlainObject(filter)) return filter
-  if (typeof filter === 'object' && filter !== null && (filter as Document)._bsontype === 'ObjectId') {
-    return { _id: filter }
-  }
-  throw new MongoInvalidArgumentError(
-    `Query filter must be a plain object or ObjectId, got ${describe(filter)}`,
-  )
 }

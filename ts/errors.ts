@@ -204,9 +204,51 @@ interface NativeErrorPayload {
   errorLabels?: string[]
 }
 
-/** Rebuilds the typed error that a native call encoded in its message (see src/error.rs). */
+/**
+ * The `code` napi-rs gives the errors it raises itself (its `Status` names): an argument the addon
+ * could not convert, or a Rust panic caught at the boundary (`GenericFailure`). Either is a bug in
+ * rumongo, never the user's input, since the TypeScript layer validates every argument first.
+ */
+const NAPI_STATUS_CODES = new Set([
+  'InvalidArg',
+  'ObjectExpected',
+  'StringExpected',
+  'NameExpected',
+  'FunctionExpected',
+  'NumberExpected',
+  'BooleanExpected',
+  'ArrayExpected',
+  'GenericFailure',
+  'PendingException',
+  'Cancelled',
+  'EscapeCalledTwice',
+  'HandleScopeMismatch',
+  'CallbackScopeMismatch',
+  'QueueFull',
+  'Closing',
+  'BigintExpected',
+  'DateExpected',
+  'ArrayBufferExpected',
+  'DetachableArraybufferExpected',
+  'WouldDeadlock',
+  'NoExternalBuffersAllowed',
+  'Unknown',
+])
+
+/**
+ * Rebuilds the typed error that a native call encoded in its message (see src/error.rs). An error
+ * napi-rs raised on its own (a caught panic, an argument it could not convert) becomes a
+ * `MongoRuntimeError`; any other error (js-bson's, while serializing a filter) passes through.
+ */
 export function translateNativeError(error: unknown): unknown {
-  if (!(error instanceof Error) || !error.message.startsWith(NATIVE_ERROR_PREFIX)) return error
+  if (!(error instanceof Error)) return error
+  if (!error.message.startsWith(NATIVE_ERROR_PREFIX)) {
+    const code = (error as { code?: unknown }).code
+    if (typeof code === 'string' && NAPI_STATUS_CODES.has(code) && !(error instanceof MongoError)) {
+      return new MongoRuntimeError(`rumongo internal error: ${error.message}`, { cause: error })
+    }
+    return error
+  }
   const payload = JSON.parse(error.message.slice(NATIVE_ERROR_PREFIX.length)) as NativeErrorPayload
   const { message, errorLabels } = payload
   const options = { cause: error, errorLabels }

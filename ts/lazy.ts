@@ -16,11 +16,13 @@
 import { inspect } from 'node:util'
 import { BSON, BSONError, Double, Int32, Long, type Document } from 'bson'
 import {
+  describe,
   objectIdAt,
   toDeserializeOptions,
   type DeserializeOptions,
   type ResolvedBSONOptions,
 } from './bson.js'
+import { MongoInvalidArgumentError } from './errors.js'
 
 /**
  * A read-only lazy view of a document of type `T`: reads like `T` (fields, spread, `Object.keys`,
@@ -102,8 +104,12 @@ function materializeTarget(target: LazyTarget): Document {
 
 /** The plain document (js-bson's decode of its bytes) behind a lazy document. */
 export function materialize<T = Document>(document: LazyDocument<T>): T {
-  const target = (document as unknown as { [TARGET]?: LazyTarget })[TARGET]
-  if (!(target instanceof LazyTarget)) throw new TypeError('materialize() expects a rumongo lazy document')
+  const target = (document as unknown as { [TARGET]?: LazyTarget } | undefined)?.[TARGET]
+  if (!(target instanceof LazyTarget)) {
+    throw new MongoInvalidArgumentError(
+      `materialize() expects a rumongo lazy document, got ${describe(document)}`,
+    )
+  }
   return materializeTarget(target) as T
 }
 
@@ -477,24 +483,52 @@ function decodeValue(
   }
 }
 
-/** An array's elements, decoded now (documents among them stay lazy), frozen. */
+/** An array being decoded: its elements so far, where the next one starts, where it ends. */
+interface ArrayFrame {
+  array: unknown[]
+  at: number
+  end: number
+}
+
+const arrayFrame = (bytes: Uint8Array, start: number): ArrayFrame => ({
+  array: [],
+  at: start + 4,
+  end: start + int32At(bytes, start) - 1,
+})
+
+/**
+ * An array's elements, decoded now (documents among them stay lazy), frozen. Arrays nested in it
+ * are decoded with an explicit stack, not by recursion: any nesting depth fits in the JS stack.
+ */
 function decodeArray(
   bytes: Buffer,
   context: LazyContext,
   start: number,
   hint: ShapeHint,
 ): readonly unknown[] {
-  const end = start + int32At(bytes, start) - 1
-  const array: unknown[] = []
-  let at = start + 4
-  while (at < end) {
-    const typeAt = at
+  const root = arrayFrame(bytes, start)
+  const stack = [root]
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1]!
+    const { at, end } = frame
+    if (at >= end) {
+      if (at !== end || bytes[end] !== 0) throw new BSONError('corrupt array bson')
+      Object.freeze(frame.array)
+      stack.pop()
+      continue
+    }
+    const type = bytes[at]!
     const valueAt = skipCString(bytes, at + 1, end)
-    array.push(decodeValue(bytes, context, typeAt, valueAt, hint))
-    at = skipValue(bytes, bytes[typeAt]!, valueAt, end, typeAt + 1)
+    if (type === 0x04) {
+      const child = arrayFrame(bytes, valueAt)
+      frame.array.push(child.array)
+      stack.push(child)
+    } else {
+      frame.array.push(decodeValue(bytes, context, at, valueAt, hint))
+    }
+    frame.at = skipValue(bytes, type, valueAt, end, at + 1)
   }
-  if (at !== end || bytes[end] !== 0) throw new BSONError('corrupt array bson')
-  return Object.freeze(array)
+  return root.array
 }
 
 /** One value through js-bson itself: the element copied into a `{ "": value }` document. */

@@ -35,7 +35,10 @@ export interface ModelOptions {
    * `where()` are code, not input, and are not sanitized).
    */
   sanitizeFilter?: boolean
-  /** With `sanitizeFilter`: also reject `$where`, `$function`, `$accumulator` and `$expr`. */
+  /**
+   * With `sanitizeFilter`: also reject `$where`, `$function`, `$accumulator` and `$expr` wherever the
+   * server would evaluate them, in trusted values too.
+   */
   rejectUnsafeOperators?: boolean
   /** Paths left out unless a query asks for them with `'+path'` (Mongoose's `select: false`). */
   hiddenFields?: readonly string[]
@@ -86,6 +89,8 @@ interface MongooseSchemaTypeLike {
 
 /** Operators that run code or arbitrary expressions on the server. */
 const UNSAFE_OPERATORS = new Set(['$where', '$function', '$accumulator', '$expr'])
+/** Operators Mongoose's `sanitizeFilter` always refuses. */
+const SANITIZE_REFUSED = new Set(['$where', '$expr', '$jsonSchema', '$text'])
 /** Operators whose values are lists of filters. */
 const LOGICAL_OPERATORS = new Set(['$and', '$or', '$nor'])
 
@@ -124,6 +129,12 @@ export class Model<TSchema extends Document = Document> {
     fields: ModelFields,
     options: ModelOptions = {},
   ): Model<T> {
+    if (typeof (collection as { find?: unknown } | null)?.find !== 'function') {
+      throw new MongoInvalidArgumentError(`Model.define expects a collection, got ${describe(collection)}`)
+    }
+    if (typeof options !== 'object' || options === null) {
+      throw new MongoInvalidArgumentError(`Model options must be an object, got ${describe(options)}`)
+    }
     let includeId = true
     const paths: string[] = []
     const entries: [string, unknown][] = Array.isArray(fields)
@@ -185,16 +196,30 @@ export class Model<TSchema extends Document = Document> {
   }
 
   /**
-   * Mongoose's `sanitizeFilter`, without mutating its argument: under a field path, an object with
-   * `$`-keys (an operator smuggled in by user input, e.g. `{ password: { $ne: null } }`) becomes a
-   * literal match via `$eq`; `$and`/`$or`/`$nor` are sanitized recursively. With
-   * `rejectUnsafeOperators`, `$where`/`$function`/`$accumulator`/`$expr` throw.
-   * @throws MongoInvalidArgumentError on an unsafe operator when rejecting them.
+   * Mongoose's `sanitizeFilter` (same results), without mutating its argument: an object with
+   * `$`-keys as a field's value (an operator smuggled in by user input, e.g.
+   * `{ password: { $ne: null } }`) becomes a literal match via `$eq`; `$and`/`$or`/`$nor` are
+   * sanitized recursively; `$where`, `$expr`, `$jsonSchema` and `$text` throw, as in Mongoose. A value
+   * marked with `Model.trusted()` (or Mongoose's `mongoose.trusted()`) is left as it is. With
+   * `rejectUnsafeOperators`, `$where`/`$function`/`$accumulator`/`$expr` also throw anywhere the
+   * server would evaluate them (a value wrapped in `$eq` is a literal and is not).
+   * @throws MongoInvalidArgumentError on a refused operator.
    */
   static sanitizeFilter<T extends Document>(filter: T, options: SanitizeFilterOptions = {}): T {
     const sanitized = sanitize(filter) as T
     if (options.rejectUnsafeOperators) rejectUnsafeOperators(sanitized)
     return sanitized
+  }
+
+  /**
+   * Marks a filter value as written by the application, not by a user: `sanitizeFilter` leaves it
+   * as it is (Mongoose's `mongoose.trusted()`, whose marks are honoured too). Returns `value`.
+   */
+  static trusted<T>(value: T): T {
+    if (typeof value === 'object' && value !== null && !isTrusted(value)) {
+      Object.defineProperty(value, TRUSTED, { value: true, enumerable: false })
+    }
+    return value
   }
 
   /** The collection this model reads. */
@@ -638,30 +663,56 @@ function withExec<T>(promise: Promise<T>): ModelPromise<T> {
   return Object.assign(promise, { exec: () => promise })
 }
 
+/** The mark `Model.trusted()` sets. */
+const TRUSTED = Symbol('rumongo.trusted')
+/** The description of the symbol `mongoose.trusted()` sets (a private symbol of Mongoose's). */
+const MONGOOSE_TRUSTED = 'mongoose#trustedSymbol'
+
+function isTrusted(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false
+  if ((value as { [TRUSTED]?: boolean })[TRUSTED] === true) return true
+  return Object.getOwnPropertySymbols(value).some(
+    (symbol) => symbol.description === MONGOOSE_TRUSTED && (value as Record<symbol, unknown>)[symbol],
+  )
+}
+
+/** As Mongoose's `sanitizeFilter` (lib/helpers/query/sanitizeFilter.js), on a copy. */
 function sanitize(filter: unknown): unknown {
   if (Array.isArray(filter)) return filter.map(sanitize)
   if (!isPlainObject(filter)) return filter
   const sanitized: Document = {}
   for (const [key, value] of Object.entries(filter)) {
-    if (LOGICAL_OPERATORS.has(key)) sanitized[key] = sanitize(value)
-    else if (!key.startsWith('$') && hasOperatorKeys(value) && !isOnlyEq(value))
-      sanitized[key] = { $eq: value }
-    else sanitized[key] = value
+    let result = value
+    if (isTrusted(value)) result = value
+    else if (LOGICAL_OPERATORS.has(key)) result = sanitize(value)
+    else if (SANITIZE_REFUSED.has(key)) {
+      throw new MongoInvalidArgumentError(`${key} is not allowed with sanitizeFilter`)
+    } else if (hasOperatorKeys(value) && !isOnlyEq(value)) result = { $eq: value }
+    // Defined, not assigned: a "__proto__" key (from JSON input) stays a field.
+    Object.defineProperty(sanitized, key, {
+      value: result,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    })
   }
   return sanitized
 }
 
 function hasOperatorKeys(value: unknown): boolean {
-  return isPlainObject(value) && Object.keys(value).some((key) => key.startsWith('$'))
+  return typeof value === 'object' && value !== null && Object.keys(value).some((key) => key.startsWith('$'))
 }
 
 /** Already a literal match: wrapping it again would change nothing but the server's reading. */
-function isOnlyEq(value: Document): boolean {
+function isOnlyEq(value: object): boolean {
   const keys = Object.keys(value)
   return keys.length === 1 && keys[0] === '$eq'
 }
 
-/** Throws on an unsafe operator anywhere but inside `$eq` (whose value is a literal, never evaluated). */
+/**
+ * Throws on an unsafe operator anywhere but inside `$eq` (whose value is a literal, never evaluated),
+ * trusted values included: the option is a second line of defence behind sanitizing.
+ */
 function rejectUnsafeOperators(value: unknown): void {
   if (Array.isArray(value)) {
     for (const item of value) rejectUnsafeOperators(item)

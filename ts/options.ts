@@ -257,6 +257,17 @@ function normalizeOption(operation: string, key: string, kind: OptionKind, value
   }
 }
 
+/** A filter must be a plain object; an ObjectId means `{ _id: id }` (as in the official driver). */
+export function checkFilter(filter: unknown): Document {
+  if (isPlainObject(filter)) return filter
+  if (typeof filter === 'object' && filter !== null && (filter as Document)._bsontype === 'ObjectId') {
+    return { _id: filter }
+  }
+  throw new MongoInvalidArgumentError(
+    `Query filter must be a plain object or ObjectId, got ${describe(filter)}`,
+  )
+}
+
 /** True for `{...}` objects (any prototype but arrays, Maps and BSON values). */
 export function isPlainObject(value: unknown): value is Document {
   return (

@@ -400,6 +400,9 @@ class Comparer {
   #idle: (() => void)[] = []
 
   constructor(official: ShadowableCollection, rumongo: ShadowableCollection, options: ShadowOptions) {
+    if (typeof options !== 'object' || options === null) {
+      throw new MongoInvalidArgumentError(`shadow options must be an object, got ${describe(options)}`)
+    }
     const { sampleRate = 0.01, serve = 'official', maxConcurrentComparisons = 4 } = options
     for (const [name, side] of [
       ['official', official],

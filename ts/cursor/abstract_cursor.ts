@@ -180,6 +180,7 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** Calls `iterator` for each document; stops early when it returns `false`. */
   async forEach(iterator: (document: TSchema) => boolean | void): Promise<void> {
+    checkFunction('forEach', iterator)
     for await (const document of this) {
       if (iterator(document) === false) break
     }
@@ -191,6 +192,7 @@ export abstract class AbstractCursor<TSchema = Document>
    */
   map<T>(transform: (document: TSchema) => T): AbstractCursor<T> {
     this.throwIfInitialized()
+    checkFunction('map', transform)
     const previous = this.#transform
     this.#transform = previous ? (document) => transform(previous(document)) : transform
     return this as unknown as AbstractCursor<T>
@@ -320,6 +322,12 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#state = 'exhausted'
     this.#native = null
     this.#ahead = []
+  }
+}
+
+function checkFunction(method: string, value: unknown): void {
+  if (typeof value !== 'function') {
+    throw new MongoInvalidArgumentError(`${method} expects a function, got ${describe(value)}`)
   }
 }
 

@@ -67,34 +67,49 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
   }
 
   match(filter: Document): this {
-    return this.addStage({ $match: filter }) as this
+    return this.addStage({ $match: stageObject('match', filter) }) as this
   }
 
   project<T extends Document = Document>(projection: Document): AggregationCursor<T> {
-    return this.addStage<T>({ $project: projection })
+    return this.addStage<T>({ $project: stageObject('project', projection) })
   }
 
   sort(sort: Document): this {
-    return this.addStage({ $sort: sort }) as this
+    return this.addStage({ $sort: stageObject('sort', sort) }) as this
   }
 
   skip(value: number): this {
-    return this.addStage({ $skip: value }) as this
+    return this.addStage({ $skip: stageInteger('skip', value, 0) }) as this
   }
 
   limit(value: number): this {
-    return this.addStage({ $limit: value }) as this
+    return this.addStage({ $limit: stageInteger('limit', value, 1) }) as this
   }
 
   group<T = Document>(group: Document): AggregationCursor<T> {
-    return this.addStage<T>({ $group: group })
+    return this.addStage<T>({ $group: stageObject('group', group) })
   }
 
   unwind<T = Document>(unwind: string | Document): AggregationCursor<T> {
-    return this.addStage<T>({ $unwind: unwind })
+    return this.addStage<T>({ $unwind: typeof unwind === 'string' ? unwind : stageObject('unwind', unwind) })
   }
 
   lookup(lookup: Document): this {
-    return this.addStage({ $lookup: lookup }) as this
+    return this.addStage({ $lookup: stageObject('lookup', lookup) }) as this
   }
+}
+
+/** A builder's stage argument: an object, checked here rather than by the server on the first read. */
+function stageObject(method: string, value: unknown): Document {
+  if (!isPlainObject(value)) {
+    throw new MongoInvalidArgumentError(`${method} expects an object, got ${describe(value)}`)
+  }
+  return value
+}
+
+function stageInteger(method: string, value: unknown, minimum: number): number {
+  if (!Number.isSafeInteger(value) || (value as number) < minimum) {
+    throw new MongoInvalidArgumentError(`${method} expects an integer >= ${minimum}, got ${describe(value)}`)
+  }
+  return value as number
 }

@@ -7,6 +7,7 @@ import { toBSON } from '../bson.js'
 import { callNative } from '../errors.js'
 import type { NativeCollection } from '../native.cjs'
 import {
+  checkFilter,
   FIND,
   normalizeOperationOption,
   resolveOperationOptions,
@@ -57,7 +58,7 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
   /** Replaces the query filter. */
   filter(filter: Document): this {
     this.throwIfInitialized()
-    this.#filter = filter
+    this.#filter = checkFilter(filter)
     return this
   }
 

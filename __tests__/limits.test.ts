@@ -1,0 +1,206 @@
+// Extreme but valid input through every read path: 10,000 levels of nesting (which the native
+// stack must survive: the tape hands anything deeper than 100 levels to js-bson), a 15 MB string,
+// and a document of the maximum BSON size (16 MiB). Decoded exactly, or a clear error; never a crash.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { BSON, MongoClient as OfficialClient, type Document } from 'mongodb'
+import { MongoClient, MongoRuntimeError, type LazyDocument } from 'rumongo'
+// @ts-expect-error: a plain ESM script without types
+import { startReplay } from '../scripts/replay.mjs'
+import { rawBatch } from './setup/bson_corpus.js'
+import { expectIdentical, uniqueDbName, uri } from './setup/helpers.js'
+
+const require = createRequire(import.meta.url)
+const { encodeTestBatch } = require('../dist/native.cjs')
+const { createDecoder } = require('../dist/decode.js')
+const { lazyDocument } = require('../dist/lazy.js') as {
+  lazyDocument(bytes: Uint8Array, options: Document): LazyDocument<any>
+}
+const { DEFAULT_BSON_OPTIONS } = require('../dist/bson.js')
+
+const DEPTH = 10_000
+type Nesting = 'documents' | 'arrays'
+
+/**
+ * `{ a: { a: ... {} } }` or `{ a: [[ ... [] ]] }`, `depth` levels below the top, built byte by byte
+ * (js-bson's serializer recurses once per level).
+ */
+function nested(depth: number, nesting: Nesting): Buffer {
+  const type = nesting === 'documents' ? 0x03 : 0x04
+  const bytes = Buffer.alloc(8 * depth + 5)
+  for (let level = 0; level < depth; level++) {
+    const at = 7 * level
+    bytes.writeInt32LE(8 * (depth - level) + 5, at)
+    bytes[at + 4] = type
+    bytes[at + 5] = level === 0 || nesting === 'documents' ? 0x61 : 0x30 // 'a', or the index '0'
+    bytes[at + 6] = 0
+  }
+  bytes.writeInt32LE(5, 7 * depth)
+  return bytes
+}
+
+/** Walks down `depth` levels without recursion and checks the innermost value is empty. */
+function expectNested(value: any, depth: number, nesting: Nesting): void {
+  for (let level = 0; level < depth; level++) {
+    value = level === 0 || nesting === 'documents' ? value.a : value[0]
+    expect(typeof value, `level ${level + 1}`).toBe('object')
+  }
+  expect(nesting === 'arrays' ? Array.isArray(value) : !Array.isArray(value)).toBe(true)
+  expect(Object.keys(value)).toEqual([])
+}
+
+const decodeDirect = (bytes: Buffer, tape: boolean) =>
+  createDecoder(DEFAULT_BSON_OPTIONS).decodeBatch(
+    encodeTestBatch(rawBatch([bytes]), tape ? 'tape' : 'raw'),
+  )[0]
+
+describe('10,000 levels of nesting', () => {
+  describe.each(['documents', 'arrays'] as const)('of %s', (nesting) => {
+    const bytes = nested(DEPTH, nesting)
+
+    it('js-bson (the official driver) decodes it: so does rumongo', () => {
+      expectNested(BSON.deserialize(bytes), DEPTH, nesting)
+    })
+
+    it('the tape (js-bson below level 100) and the js-bson path', () => {
+      const batch = encodeTestBatch(rawBatch([bytes]), 'tape')
+      expect(batch.slots).toBeInstanceOf(Float64Array)
+      expectNested(decodeDirect(bytes, true), DEPTH, nesting)
+      expectNested(decodeDirect(bytes, false), DEPTH, nesting)
+    })
+
+    it('a lazy document, field by field and whole', () => {
+      const lazy = lazyDocument(bytes, DEFAULT_BSON_OPTIONS)
+      expectNested(lazy, DEPTH, nesting)
+      expectNested(lazy.toObject(), DEPTH, nesting)
+    })
+  })
+
+  it('100,000 levels: decoded or a clear error in every direct path, never a crash', () => {
+    for (const nesting of ['documents', 'arrays'] as const) {
+      const bytes = nested(100_000, nesting)
+      const paths: [string, () => unknown][] = [
+        ['tape', () => decodeDirect(bytes, true)],
+        ['js-bson path', () => decodeDirect(bytes, false)],
+        ['lazy', () => lazyDocument(bytes, DEFAULT_BSON_OPTIONS).toObject()],
+      ]
+      for (const [path, decode] of paths) {
+        let value: unknown
+        try {
+          value = decode()
+        } catch (error) {
+          // js-bson recurses once per level: the JS stack may run out, as with the official driver.
+          expect(error, `${nesting}, ${path}`).toBeInstanceOf(Error)
+          continue
+        }
+        expectNested(value, 100_000, nesting)
+      }
+    }
+  })
+
+  describe('through a find served by the replay server', () => {
+    let server: { uri: string; stop(): Promise<void> }
+    let client: MongoClient
+    let dir: string
+
+    beforeAll(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'rumongo-deep-'))
+      const load: Record<string, string> = {}
+      for (const nesting of ['documents', 'arrays'] as const) {
+        load[nesting] = join(dir, `${nesting}.bson`)
+        writeFileSync(load[nesting]!, nested(DEPTH, nesting))
+      }
+      server = await startReplay({ docs: 10, load })
+      client = await MongoClient.connect(server.uri)
+    }, 600_000)
+
+    afterAll(async () => {
+      await client?.close()
+      await server?.stop()
+      rmSync(dir, { recursive: true, force: true })
+    })
+
+    it.each(['documents', 'arrays'] as const)('of %s: find, raw and findLazy', async (nesting) => {
+      const collection = client.db('bench').collection(nesting)
+      const [document] = await collection.find({}).toArray()
+      expectNested(document, DEPTH, nesting)
+      const [raw] = await collection.find({}, { raw: true }).toArray()
+      expect(Buffer.compare(Buffer.from(raw as unknown as Uint8Array), nested(DEPTH, nesting))).toBe(0)
+      const [lazy] = await collection.findLazy({})
+      expectNested(lazy, DEPTH, nesting)
+    })
+  })
+})
+
+describe('huge values on the real server', () => {
+  const dbName = uniqueDbName('limits')
+  let official: OfficialClient
+  let client: MongoClient
+  /** The maximum BSON document size (mongod's and FerretDB's `maxBsonObjectSize`). */
+  const MAX_BSON_SIZE = 16 * 1024 * 1024
+
+  beforeAll(async () => {
+    official = await OfficialClient.connect(uri)
+    client = await MongoClient.connect(uri)
+    const overhead = BSON.calculateObjectSize({ _id: 'max', s: '' })
+    const big = official.db(dbName).collection('big')
+    // One insert each: a 16 MiB document fills an insert command on its own.
+    await big.insertOne({ _id: 'ascii', s: 'x'.repeat(15 * 1024 * 1024) } as Document)
+    // 3-byte UTF-8 characters: the tape's UTF-8 text and its UTF-16 offsets.
+    await big.insertOne({ _id: 'utf8', s: '€'.repeat(5 * 1024 * 1024), after: 'ok' } as Document)
+    await big.insertOne({ _id: 'max', s: 'y'.repeat(MAX_BSON_SIZE - overhead) } as Document)
+  }, 120_000)
+
+  afterAll(async () => {
+    await official?.db(dbName).dropDatabase()
+    await Promise.all([official?.close(), client?.close()])
+  })
+
+  it('a 15 MB string, a 15 MB UTF-8 string and a 16 MiB document: find, findOne, findLazy, raw', async () => {
+    const expected = await official.db(dbName).collection('big').find({}).toArray()
+    expect(BSON.calculateObjectSize(expected[2]!)).toBe(MAX_BSON_SIZE)
+    const big = client.db(dbName).collection('big')
+    // One document per batch: mongod caps a batch at 16 MiB, FerretDB does not, and its 46 MB reply
+    // exceeds the 48 MB message limit it announces, which the Rust driver enforces (below).
+    const oneEach = { batchSize: 1 }
+    expectIdentical(await big.find({}, oneEach).toArray(), expected)
+    expectIdentical(await big.findOne({ _id: 'max' } as Document), expected[2])
+    const lazy = await big.findLazy({}, oneEach)
+    expect(lazy.map((document) => document.s)).toEqual(expected.map((document) => document.s))
+    expectIdentical(
+      lazy.map((document) => document.toObject()),
+      expected,
+    )
+    const raw = await big.find({}, { ...oneEach, raw: true }).toArray()
+    expect(raw.map((bytes) => (bytes as unknown as Uint8Array).byteLength)).toEqual(
+      expected.map((document) => BSON.calculateObjectSize(document)),
+    )
+  })
+
+  it("a reply over the server's message size limit is a clear error (FerretDB), or the documents (mongod)", async () => {
+    const expected = await official.db(dbName).collection('big').find({}).toArray()
+    try {
+      expectIdentical(await client.db(dbName).collection('big').find({}).toArray(), expected)
+    } catch (error) {
+      expect(error).toBeInstanceOf(MongoRuntimeError)
+      expect((error as Error).message).toMatch(/over maximum/)
+    }
+    expect(await client.db(dbName).collection('big').countDocuments({})).toBe(3)
+  })
+
+  it('the same documents through the native entry directly', () => {
+    const documents = [{ s: 'x'.repeat(15 * 1024 * 1024) }, { s: '€'.repeat(5 * 1024 * 1024), after: 'ok' }]
+    const bytes = documents.map((document) => Buffer.from(BSON.serialize(document)))
+    for (const tape of [true, false]) {
+      expectIdentical(
+        createDecoder(DEFAULT_BSON_OPTIONS).decodeBatch(
+          encodeTestBatch(rawBatch(bytes), tape ? 'tape' : 'raw'),
+        ),
+        documents,
+      )
+    }
+  })
+})
