@@ -15,13 +15,15 @@
 //   bytes when only a value is broken, an error when its element framing is (both drivers walk the
 //   top-level elements of each raw document).
 //
-// To add a decode path (e.g. BSON -> JSON), add one line to DIRECT_DECODERS below: it then runs
-// every case, valid and invalid.
+// To add a decode path, add one line to DIRECT_DECODERS below: it then runs every case, valid and
+// invalid. The JSON output (findJson) is checked the same way against JSON.stringify /
+// EJSON.stringify of js-bson's decode, below the decoders.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { EJSON } from 'bson'
 import { BSON, MongoClient as OfficialClient, type Document } from 'mongodb'
 import { BSONError, isLazyDocument, MongoClient, MongoError, type LazyDocument } from 'rumongo'
 // @ts-expect-error: a plain ESM script without types
@@ -43,6 +45,28 @@ const { lazyDocument } = require('../dist/lazy.js') as {
   lazyDocument(bytes: Uint8Array, options: Document): LazyDocument<any>
 }
 const { DEFAULT_BSON_OPTIONS } = require('../dist/bson.js')
+const { batchJson } = require('../dist/json.js')
+
+const JSON_FORMATS = ['relaxed', 'plain'] as const
+type JsonFormat = (typeof JSON_FORMATS)[number]
+/** What JavaScript gives for js-bson's decode (the official driver's documents) in each JSON format. */
+const stringify = {
+  relaxed: (documents: Document[]) => EJSON.stringify(documents, { relaxed: true }),
+  plain: (documents: Document[]) => JSON.stringify(documents),
+}
+/** The JSON array findJson builds from these documents' bytes, through the native transcoder. */
+const findJsonText = (documents: Buffer[], format: JsonFormat) => {
+  const batch = encodeTestBatch(rawBatch(documents), format === 'plain' ? 'plainJson' : 'relaxedJson')
+  return `[${batchJson(format, DEFAULT_BSON_OPTIONS)(batch).toString()}]`
+}
+/** The official rendering of `documents` in `format`, or null where JavaScript itself throws. */
+const officialJson = (documents: Document[], format: JsonFormat) => {
+  try {
+    return stringify[format](documents)
+  } catch {
+    return null
+  }
+}
 
 const VALID = corpusValidCases()
 const DECODE_ERRORS = corpusDecodeErrors()
@@ -168,6 +192,34 @@ describe('decodeErrors corpus cases are JS errors, never a crash', () => {
   })
 })
 
+describe('JSON output (findJson / pipeJson) of the corpus', () => {
+  it.each(JSON_FORMATS)(
+    'valid cases: what JavaScript gives for the official documents, or its error (%s)',
+    (format) => {
+      let rendered = 0
+      for (const valid of VALID) {
+        const expected = officialJson([official(valid.bson, DEFAULT_BSON_OPTIONS)], format)
+        if (expected === null) {
+          // EJSON has no form for some values (a JS RegExp with flag g): an error, never other text.
+          expect(() => findJsonText([valid.bson], format), valid.name).toThrow()
+          continue
+        }
+        expect(findJsonText([valid.bson], format), valid.name).toBe(expected)
+        rendered++
+      }
+      expect(rendered).toBeGreaterThan(VALID.length - 10)
+    },
+  )
+
+  it.each(JSON_FORMATS)('decodeErrors: an error alone and between good documents (%s)', (format) => {
+    const good = VALID[0]!.bson
+    for (const error of DECODE_ERRORS) {
+      expect(() => findJsonText([error.bson], format), error.name).toThrow()
+      expect(() => findJsonText([good, error.bson, good], format), error.name).toThrow()
+    }
+  })
+})
+
 describe('through a find served by the replay server', () => {
   let server: { uri: string; stop(): Promise<void> }
   let client: MongoClient
@@ -206,6 +258,12 @@ describe('through a find served by the replay server', () => {
     expect(raw.map((bytes) => Buffer.from(bytes as unknown as Uint8Array).toString('hex'))).toEqual(
       VALID.map((valid) => valid.bson.toString('hex')),
     )
+    for (const format of JSON_FORMATS) {
+      const expectedJson = officialJson(expected, format)
+      const json = collection.findJson({}, { format, batchSize: 300 })
+      if (expectedJson === null) await expect(json, format).rejects.toThrow()
+      else expect((await json).toString(), format).toBe(expectedJson)
+    }
   })
 
   it('decodeErrors with a well-framed document: find, findLazy and findOne reject with typed errors', async () => {
@@ -220,6 +278,8 @@ describe('through a find served by the replay server', () => {
         () => collection.find({}).toArray(),
         () => collection.findOne({}),
         () => collection.findLazy({}).then((documents) => readAll(documents)),
+        () => collection.findJson({}),
+        () => collection.findJson({}, { format: 'plain' }),
       ]
       for (const read of reads) {
         await read().then(() => expect.fail(`${error.name}: decoded`), typed(error.name))

@@ -85,9 +85,22 @@ class JsonCursor extends FindCursor<JsonChunk> {
   }
 
   protected override batchDecode(bsonOptions: ResolvedBSONOptions): BatchDecode {
-    const render = deferredRenderer(this.#format, bsonOptions)
-    return (batch) => [{ text: jsonText(batch, render), count: batch.count }]
+    const toJson = batchJson(this.#format, bsonOptions)
+    return (batch) => [{ text: toJson(batch), count: batch.count }]
   }
+}
+
+/**
+ * A native JSON batch's text (its documents, comma-separated) with the documents Rust deferred
+ * rendered into place.
+ * @internal
+ */
+export function batchJson(
+  format: JsonFormat,
+  bsonOptions: ResolvedBSONOptions,
+): (batch: DocumentBatch) => Buffer {
+  const render = deferredRenderer(format, bsonOptions)
+  return (batch) => jsonText(batch, render)
 }
 
 /**
