@@ -43,7 +43,9 @@ async function compare(name, query, collections) {
   const { official, rumongo } = measured
   const size = Array.isArray(official.result)
     ? `${official.result.length} docs`
-    : JSON.stringify(official.result)
+    : typeof official.result === 'string'
+      ? `${Buffer.byteLength(official.result)} bytes of JSON`
+      : JSON.stringify(official.result)
   return {
     query: name,
     result: size.length > 38 ? `${size.slice(0, 35)}...` : size,
@@ -98,6 +100,25 @@ async function main() {
       ['countDocuments paid', (c) => c.countDocuments({ status: 'paid' })],
       ['estimatedDocumentCount', (c) => c.estimatedDocumentCount()],
       ['distinct region', (c) => c.distinct('region', { status: 'paid' })],
+      [
+        'JSON of eu orders (rumongo findJson)',
+        // rumongo transcodes BSON to the bytes of JSON.stringify in Rust; the official driver
+        // builds the documents, then stringifies them.
+        async (c) =>
+          c === collections.rumongo
+            ? (await c.findJson({ region: 'eu' }, { sort: { number: 1 }, format: 'plain' })).toString()
+            : JSON.stringify(await c.find({ region: 'eu' }, { sort: { number: 1 } }).toArray()),
+      ],
+      [
+        'stream all, sum totals (findCursor)',
+        async (c) => {
+          let sum = 0
+          const cursor =
+            c === collections.rumongo ? c.findCursor({}, { batchSize: 500 }) : c.find({}, { batchSize: 500 })
+          for await (const order of cursor) sum += order.total
+          return Math.round(sum * 100) / 100
+        },
+      ],
     ]
     const rows = []
     for (const [name, query] of queries) rows.push(await compare(name, query, collections))
