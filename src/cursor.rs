@@ -11,6 +11,7 @@ use tokio::sync::Mutex;
 use crate::{
     batch::{encode_batch, DocumentBatch},
     client::ClientState,
+    deadline::CursorTimeout,
     error::Error,
     task::spawn,
 };
@@ -33,6 +34,13 @@ impl CursorSlot {
     pub async fn close_for_client(&self) {
         *self.state.lock().await = CursorState::ClientClosed;
     }
+
+    /// Whether the server cursor may still be open (a cursor busy in a getMore counts as open).
+    pub fn is_open(&self) -> bool {
+        self.state
+            .try_lock()
+            .map_or(true, |state| matches!(*state, CursorState::Open(_)))
+    }
 }
 
 /// An open find or aggregate cursor.
@@ -43,6 +51,8 @@ pub struct NativeCursor {
     single_batch: bool,
     /// Put batches on the tape (false when the caller wants raw BSON).
     tape: bool,
+    /// The deadline of its getMores (`timeoutMS`, `socketTimeoutMS`).
+    timeout: CursorTimeout,
 }
 
 impl NativeCursor {
@@ -55,7 +65,14 @@ impl NativeCursor {
             slot,
             single_batch,
             tape,
+            timeout: CursorTimeout::default(),
         }
+    }
+
+    /// Bounds the cursor's reads by `timeout`.
+    pub fn with_timeout(mut self, timeout: CursorTimeout) -> Self {
+        self.timeout = timeout;
+        self
     }
 }
 
@@ -65,6 +82,7 @@ impl NativeCursor {
     #[napi(ts_return_type = "Promise<DocumentBatch | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
         let (slot, single_batch, tape) = (self.slot.clone(), self.single_batch, self.tape);
+        let deadline = self.timeout.next();
         spawn(env, async move {
             let mut state = slot.state.lock().await;
             let cursor = match &mut *state {
@@ -72,7 +90,12 @@ impl NativeCursor {
                 CursorState::Done => return Ok(None),
                 CursorState::ClientClosed => return Err(Error::Closed("client")),
             };
-            let result = cursor.next().await;
+            // A getMore is never retried: after a failure or a timeout the cursor is dropped
+            // (killed on the server), so a read can only fail, never skip a batch.
+            let result = deadline
+                .run(async { cursor.next().await.transpose().map_err(Error::from) })
+                .await
+                .transpose();
             if single_batch || !matches!(result, Some(Ok(_))) {
                 *state = CursorState::Done;
             }
@@ -80,7 +103,7 @@ impl NativeCursor {
             drop(state);
             match result {
                 None => Ok(None),
-                Some(Err(error)) => Err(error.into()),
+                Some(Err(error)) => Err(error),
                 Some(Ok(batch)) => Ok(Some(encode_batch(batch, tape, single_batch).await?)),
             }
         })

@@ -151,6 +151,24 @@ export class MongoNetworkError extends MongoError {
   }
 }
 
+/** A round trip to the server took longer than `socketTimeoutMS`. */
+export class MongoNetworkTimeoutError extends MongoNetworkError {
+  override get name(): string {
+    return 'MongoNetworkTimeoutError'
+  }
+}
+
+/**
+ * An operation did not complete within its `timeoutMS` (server selection, connection checkout,
+ * retries and server execution included; for a cursor, its getMores too). A server
+ * `MaxTimeMSExpired` error under a `timeoutMS` is reported as this error, as in the official driver.
+ */
+export class MongoOperationTimeoutError extends MongoDriverError {
+  override get name(): string {
+    return 'MongoOperationTimeoutError'
+  }
+}
+
 /** A failure of the system around the driver. */
 export class MongoSystemError extends MongoError {
   override get name(): string {
@@ -191,6 +209,10 @@ export function translateNativeError(error: unknown): unknown {
       return new MongoServerSelectionError(message, options)
     case 'network':
       return new MongoNetworkError(message, options)
+    case 'networkTimeout':
+      return new MongoNetworkTimeoutError(message, options)
+    case 'operationTimeout':
+      return new MongoOperationTimeoutError(message, options)
     case 'invalidArgument':
       return new MongoInvalidArgumentError(message, options)
     case 'parse':
