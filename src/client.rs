@@ -12,6 +12,7 @@ use napi_derive::napi;
 use crate::{
     collection::NativeCollection,
     cursor::CursorSlot,
+    deadline::ClientTimeouts,
     error::{Error, Result},
     task::spawn,
 };
@@ -24,6 +25,8 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 pub struct ClientState {
     client: Mutex<Option<mongodb::Client>>,
     cursors: Mutex<Vec<Weak<CursorSlot>>>,
+    /// `timeoutMS` and `socketTimeoutMS`, which the crate does not implement.
+    pub timeouts: ClientTimeouts,
 }
 
 impl ClientState {
@@ -54,23 +57,31 @@ pub struct NativeClient {
 #[napi]
 impl NativeClient {
     /// Parses the URI, selects a server and checks it answers `ping`, like the official
-    /// driver's `MongoClient.connect`.
+    /// driver's `MongoClient.connect`. `timeoutMs` and `socketTimeoutMs` (0 or absent: no limit)
+    /// are enforced by rumongo, so the TypeScript layer takes them out of the URI.
     #[napi(catch_unwind)]
-    pub async fn connect(uri: String) -> napi::Result<NativeClient> {
+    pub async fn connect(
+        uri: String,
+        timeout_ms: Option<i64>,
+        socket_timeout_ms: Option<i64>,
+    ) -> napi::Result<NativeClient> {
+        let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
         let client = mongodb::Client::with_uri_str(&uri)
             .await
             .map_err(Error::from_uri_error)?;
         let database = client
             .default_database()
             .unwrap_or_else(|| client.database("admin"));
-        if let Err(error) = database.run_command(doc! { "ping": 1 }).await {
+        let ping = async { Ok(database.run_command(doc! { "ping": 1 }).await?) };
+        if let Err(error) = timeouts.start().run(ping).await {
             client.shutdown().immediate(true).await;
-            return Err(Error::from(error).into());
+            return Err(error.into());
         }
         Ok(NativeClient {
             state: Arc::new(ClientState {
                 client: Mutex::new(Some(client)),
                 cursors: Mutex::new(Vec::new()),
+                timeouts,
             }),
         })
     }
@@ -83,6 +94,19 @@ impl NativeClient {
             client.database(&db).collection(&name),
             self.state.clone(),
         ))
+    }
+
+    /// How many of this client's cursors are open on the server (not exhausted, failed or
+    /// closed): lets a soak test prove that cursors are not leaked.
+    #[napi(getter, catch_unwind)]
+    pub fn open_cursor_count(&self) -> u32 {
+        let mut cursors = lock(&self.state.cursors);
+        cursors.retain(|cursor| cursor.strong_count() > 0);
+        cursors
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|slot| slot.is_open())
+            .count() as u32
     }
 
     #[napi(getter, catch_unwind)]

@@ -75,7 +75,9 @@ impl NativeCollection {
         find.no_cursor_timeout = taken.bool("noCursorTimeout")?;
         find.allow_partial_results = taken.bool("allowPartialResults")?;
         let mut single_batch = taken.bool("singleBatch")?.unwrap_or(false);
+        let timeout = self.client.timeouts.take(&mut taken, true)?;
         taken.finish()?;
+        find.max_time = timeout.max_time(find.max_time);
         // The crate sends `singleBatch` for a negative limit (CRUD spec); without a limit the
         // cursor itself stops after the first batch.
         if single_batch {
@@ -85,9 +87,12 @@ impl NativeCollection {
             }
         }
         let (collection, client) = (self.collection.clone(), self.client.clone());
+        let deadline = timeout.start();
         spawn(env, async move {
-            let cursor = collection.find(filter).with_options(find).batch().await?;
-            Ok(NativeCursor::open(cursor, single_batch, output, &client))
+            let find = async { Ok(collection.find(filter).with_options(find).batch().await?) };
+            let cursor = deadline.run(find).await?;
+            Ok(NativeCursor::open(cursor, single_batch, output, &client)
+                .with_timeout(timeout.cursor(deadline)))
         })
     }
 
@@ -114,15 +119,21 @@ impl NativeCollection {
         aggregate.let_vars = taken.document("let")?;
         aggregate.selection_criteria = taken.read_preference()?;
         aggregate.read_concern = taken.read_concern()?;
+        let timeout = self.client.timeouts.take(&mut taken, true)?;
         taken.finish()?;
+        aggregate.max_time = timeout.max_time(aggregate.max_time);
         let (collection, client) = (self.collection.clone(), self.client.clone());
+        let deadline = timeout.start();
         spawn(env, async move {
-            let cursor = collection
-                .aggregate(stages)
-                .with_options(aggregate)
-                .batch()
-                .await?;
-            Ok(NativeCursor::open(cursor, false, output, &client))
+            let aggregate = async {
+                Ok(collection
+                    .aggregate(stages)
+                    .with_options(aggregate)
+                    .batch()
+                    .await?)
+            };
+            let cursor = deadline.run(aggregate).await?;
+            Ok(NativeCursor::open(cursor, false, output, &client).with_timeout(timeout.cursor(deadline)))
         })
     }
 
@@ -146,11 +157,13 @@ impl NativeCollection {
         count.comment = taken.any("comment");
         count.selection_criteria = taken.read_preference()?;
         count.read_concern = taken.read_concern()?;
+        let timeout = self.client.timeouts.take(&mut taken, false)?;
         taken.finish()?;
-        let collection = self.collection.clone();
+        count.max_time = timeout.max_time(count.max_time);
+        let (collection, deadline) = (self.collection.clone(), timeout.start());
         spawn(env, async move {
-            let n = collection.count_documents(filter).with_options(count).await?;
-            Ok(n as f64)
+            let count = async { Ok(collection.count_documents(filter).with_options(count).await?) };
+            Ok(deadline.run(count).await? as f64)
         })
     }
 
@@ -168,14 +181,18 @@ impl NativeCollection {
         estimate.comment = taken.any("comment");
         estimate.selection_criteria = taken.read_preference()?;
         estimate.read_concern = taken.read_concern()?;
+        let timeout = self.client.timeouts.take(&mut taken, false)?;
         taken.finish()?;
-        let collection = self.collection.clone();
+        estimate.max_time = timeout.max_time(estimate.max_time);
+        let (collection, deadline) = (self.collection.clone(), timeout.start());
         spawn(env, async move {
-            let n = collection
-                .estimated_document_count()
-                .with_options(estimate)
-                .await?;
-            Ok(n as f64)
+            let estimate = async {
+                Ok(collection
+                    .estimated_document_count()
+                    .with_options(estimate)
+                    .await?)
+            };
+            Ok(deadline.run(estimate).await? as f64)
         })
     }
 
@@ -198,10 +215,13 @@ impl NativeCollection {
         distinct.hint = taken.hint()?;
         distinct.selection_criteria = taken.read_preference()?;
         distinct.read_concern = taken.read_concern()?;
+        let timeout = self.client.timeouts.take(&mut taken, false)?;
         taken.finish()?;
-        let collection = self.collection.clone();
+        // No maxTimeMS derived from timeoutMS here: FerretDB rejects the field on `distinct`.
+        let (collection, deadline) = (self.collection.clone(), timeout.start());
         spawn(env, async move {
-            let values = collection.distinct(key, filter).with_options(distinct).await?;
+            let distinct = async { Ok(collection.distinct(key, filter).with_options(distinct).await?) };
+            let values = deadline.run(distinct).await?;
             Ok(doc! { "values": values }.to_vec()?.into())
         })
     }

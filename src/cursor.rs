@@ -11,6 +11,7 @@ use tokio::sync::Mutex;
 use crate::{
     batch::{encode_batch, BatchOutput, DocumentBatch},
     client::ClientState,
+    deadline::CursorTimeout,
     error::Error,
     task::spawn,
 };
@@ -33,6 +34,13 @@ impl CursorSlot {
     pub async fn close_for_client(&self) {
         *self.state.lock().await = CursorState::ClientClosed;
     }
+
+    /// Whether the server cursor may still be open (a cursor busy in a getMore counts as open).
+    pub fn is_open(&self) -> bool {
+        self.state
+            .try_lock()
+            .map_or(true, |state| matches!(*state, CursorState::Open(_)))
+    }
 }
 
 /// An open find or aggregate cursor.
@@ -43,6 +51,8 @@ pub struct NativeCursor {
     single_batch: bool,
     /// What each batch is prepared as for JS.
     output: BatchOutput,
+    /// The deadline of its getMores (`timeoutMS`, `socketTimeoutMS`).
+    timeout: CursorTimeout,
 }
 
 impl NativeCursor {
@@ -60,7 +70,14 @@ impl NativeCursor {
             slot,
             single_batch,
             output,
+            timeout: CursorTimeout::default(),
         }
+    }
+
+    /// Bounds the cursor's reads by `timeout`.
+    pub fn with_timeout(mut self, timeout: CursorTimeout) -> Self {
+        self.timeout = timeout;
+        self
     }
 }
 
@@ -70,6 +87,7 @@ impl NativeCursor {
     #[napi(catch_unwind, ts_return_type = "Promise<DocumentBatch | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
+        let deadline = self.timeout.next();
         spawn(env, async move {
             let mut state = slot.state.lock().await;
             let cursor = match &mut *state {
@@ -77,7 +95,12 @@ impl NativeCursor {
                 CursorState::Done => return Ok(None),
                 CursorState::ClientClosed => return Err(Error::Closed("client")),
             };
-            let result = cursor.next().await;
+            // A getMore is never retried: after a failure or a timeout the cursor is dropped
+            // (killed on the server), so a read can only fail, never skip a batch.
+            let result = deadline
+                .run(async { cursor.next().await.transpose().map_err(Error::from) })
+                .await
+                .transpose();
             if single_batch || !matches!(result, Some(Ok(_))) {
                 *state = CursorState::Done;
             }
@@ -85,7 +108,7 @@ impl NativeCursor {
             drop(state);
             match result {
                 None => Ok(None),
-                Some(Err(error)) => Err(error.into()),
+                Some(Err(error)) => Err(error),
                 Some(Ok(batch)) => Ok(Some(encode_batch(batch, output, single_batch).await?)),
             }
         })

@@ -33,6 +33,12 @@ pub enum Error {
     /// The server sent something the driver cannot read.
     #[error("invalid server response: {0}")]
     InvalidResponse(&'static str),
+    /// The operation's `timeoutMS` expired (client-side deadline, see `deadline.rs`).
+    #[error("operation timed out: timeoutMS of {0} ms expired")]
+    OperationTimeout(u64),
+    /// One round trip to the server took longer than `socketTimeoutMS`.
+    #[error("no reply from the server within socketTimeoutMS ({0} ms)")]
+    SocketTimeout(u64),
     #[error(transparent)]
     Driver(#[from] mongodb::error::Error),
 }
@@ -57,6 +63,8 @@ impl Error {
             Error::Bson(_) | Error::MalformedBson(_) => {
                 json!({ "kind": "bson", "message": self.to_string() })
             }
+            Error::OperationTimeout(_) => json!({ "kind": "operationTimeout", "message": self.to_string() }),
+            Error::SocketTimeout(_) => json!({ "kind": "networkTimeout", "message": self.to_string() }),
             Error::InvalidResponse(_) | Error::Internal(_) => {
                 json!({ "kind": "driver", "message": self.to_string() })
             }

@@ -5,6 +5,7 @@ mod batch;
 mod client;
 mod collection;
 mod cursor;
+mod deadline;
 mod error;
 mod json;
 mod options;

@@ -126,14 +126,6 @@ export class MongoRuntimeError extends MongoDriverError {
   }
 }
 
-/** An operation ran past its `timeoutMS`. */
-export class MongoOperationTimeoutError extends MongoDriverError {
-  override code = ErrorCode.OperationTimeout
-  override get name(): string {
-    return 'MongoOperationTimeoutError'
-  }
-}
-
 /**
  * A `WorkerPool` could not run a call: the pool is closed (`ERR_POOL_CLOSED`), its queue is full
  * (`ERR_POOL_QUEUE_FULL`), or the worker running the call exited (`ERR_POOL_WORKER_EXITED`).
@@ -177,6 +169,25 @@ export class MongoServerError extends MongoError {
 export class MongoNetworkError extends MongoError {
   override get name(): string {
     return 'MongoNetworkError'
+  }
+}
+
+/** A round trip to the server took longer than `socketTimeoutMS`. */
+export class MongoNetworkTimeoutError extends MongoNetworkError {
+  override get name(): string {
+    return 'MongoNetworkTimeoutError'
+  }
+}
+
+/**
+ * An operation did not complete within its `timeoutMS` (server selection, connection checkout,
+ * retries and server execution included; for a cursor, its getMores too). A server
+ * `MaxTimeMSExpired` error under a `timeoutMS` is reported as this error, as in the official driver.
+ */
+export class MongoOperationTimeoutError extends MongoDriverError {
+  override code = ErrorCode.OperationTimeout
+  override get name(): string {
+    return 'MongoOperationTimeoutError'
   }
 }
 
@@ -262,6 +273,10 @@ export function translateNativeError(error: unknown): unknown {
       return new MongoServerSelectionError(message, options)
     case 'network':
       return new MongoNetworkError(message, options)
+    case 'networkTimeout':
+      return new MongoNetworkTimeoutError(message, options)
+    case 'operationTimeout':
+      return new MongoOperationTimeoutError(message, options)
     case 'invalidArgument':
       return new MongoInvalidArgumentError(message, options)
     case 'parse':

@@ -47,6 +47,11 @@ export interface MongoClientOptions extends BSONOptions {
   retryReads?: boolean
   serverMonitoringMode?: 'auto' | 'poll' | 'stream'
   serverSelectionTimeoutMS?: number
+  /**
+   * Bound on each round trip to the server (a command or a getMore; server selection and waiting
+   * for a pooled connection included); fails with `MongoNetworkTimeoutError`. `0` (the default):
+   * no limit.
+   */
   socketTimeoutMS?: number
   srvMaxHosts?: number
   srvServiceName?: string
@@ -58,6 +63,11 @@ export interface MongoClientOptions extends BSONOptions {
   tlsCertificateKeyFile?: string
   tlsCertificateKeyFilePassword?: string
   tlsInsecure?: boolean
+  /**
+   * Default client-side time limit of every operation, in milliseconds (see
+   * `ReadOperationOptions.timeoutMS`). `0` (the default): no limit.
+   */
+  timeoutMS?: number
   waitQueueTimeoutMS?: number
   zlibCompressionLevel?: number
 }
@@ -84,7 +94,6 @@ const URI_OPTIONS = new Set<string>([
   'retryReads',
   'serverMonitoringMode',
   'serverSelectionTimeoutMS',
-  'socketTimeoutMS',
   'srvMaxHosts',
   'srvServiceName',
   'ssl',
@@ -103,7 +112,6 @@ const URI_OPTIONS = new Set<string>([
 const UNSUPPORTED_CLIENT_OPTIONS = [
   'autoEncryption',
   'monitorCommands',
-  'timeoutMS',
   'proxyHost',
   'proxyPort',
   'proxyUsername',
@@ -137,10 +145,42 @@ function parseUri(uri: unknown): ParsedUri {
   return { scheme: scheme!, userinfo, hosts: hosts!, path, query }
 }
 
-/** The connection string with `options` merged into its query. */
-function buildUri(parsed: ParsedUri, options: MongoClientOptions): string {
+/** Client time limits rumongo enforces itself (the Rust driver has neither option). */
+interface ClientTimeouts {
+  timeoutMS?: number
+  socketTimeoutMS?: number
+}
+
+const TIMEOUT_OPTIONS = ['timeoutMS', 'socketTimeoutMS'] as const
+
+function parseTimeout(name: string, value: unknown): number {
+  const parsed = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value
+  if (typeof parsed !== 'number' || !Number.isSafeInteger(parsed) || parsed < 0) {
+    throw new MongoParseError(`${name} must be a non-negative integer, got ${describe(value)}`)
+  }
+  return parsed
+}
+
+/** Takes the time limits out of the connection string's query and the options (which win). */
+function takeTimeouts(query: URLSearchParams, options: MongoClientOptions): ClientTimeouts {
+  const timeouts: ClientTimeouts = {}
+  for (const [key, value] of [...query]) {
+    const name = TIMEOUT_OPTIONS.find((option) => option.toLowerCase() === key.toLowerCase())
+    if (name === undefined) continue
+    query.delete(key)
+    timeouts[name] = parseTimeout(name, value)
+  }
+  for (const name of TIMEOUT_OPTIONS) {
+    if (options[name] !== undefined) timeouts[name] = parseTimeout(name, options[name])
+  }
+  return timeouts
+}
+
+/** The connection string with `options` merged into its query, and the client's time limits. */
+function buildUri(parsed: ParsedUri, options: MongoClientOptions): { uri: string; timeouts: ClientTimeouts } {
   let { userinfo } = parsed
   const query = new URLSearchParams(parsed.query.slice(1))
+  const timeouts = takeTimeouts(query, options)
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined || isBSONOptionName(key)) continue
     if (key === 'auth') {
@@ -155,7 +195,8 @@ function buildUri(parsed: ParsedUri, options: MongoClientOptions): string {
   }
   const search = query.toString()
   const credentials = userinfo === undefined ? '' : `${userinfo}@`
-  return `${parsed.scheme}${credentials}${parsed.hosts}${parsed.path || '/'}${search ? `?${search}` : ''}`
+  const uri = `${parsed.scheme}${credentials}${parsed.hosts}${parsed.path || '/'}${search ? `?${search}` : ''}`
+  return { uri, timeouts }
 }
 
 /** Removes the connection string's credentials from an error message. */
@@ -223,6 +264,7 @@ export class Db {
  */
 export class MongoClient {
   readonly #uri: string
+  readonly #timeouts: ClientTimeouts
   readonly #userinfo: string | undefined
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
@@ -236,7 +278,9 @@ export class MongoClient {
     const parsed = parseUri(url)
     this.#userinfo =
       parsed.userinfo ?? (options.auth?.password ? encodeURIComponent(options.auth.password) : undefined)
-    this.#uri = buildUri(parsed, options)
+    const { uri, timeouts } = buildUri(parsed, options)
+    this.#uri = uri
+    this.#timeouts = timeouts
     this.#defaultDb = decodeURIComponent(parsed.path.slice(1)) || 'test'
     this.#bsonOptions = resolveBSONOptions(options, DEFAULT_BSON_OPTIONS)
   }
@@ -251,6 +295,11 @@ export class MongoClient {
     this.#closed = false
     await this.nativeClient()
     return this
+  }
+
+  /** The client's default `timeoutMS` (`undefined`: none). */
+  get timeoutMS(): number | undefined {
+    return this.#timeouts.timeoutMS
   }
 
   /** BSON options inherited by this client's databases. */
@@ -268,11 +317,23 @@ export class MongoClient {
     if (this.#closed) {
       return Promise.reject(new MongoNotConnectedError('Client must be connected before running operations'))
     }
-    this.#native ??= callNative(() => NativeClient.connect(this.#uri)).catch((error: unknown) => {
-      this.#native = null
-      throw redactCredentials(error, this.#userinfo)
-    })
+    const { timeoutMS, socketTimeoutMS } = this.#timeouts
+    this.#native ??= callNative(() => NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS)).catch(
+      (error: unknown) => {
+        this.#native = null
+        throw redactCredentials(error, this.#userinfo)
+      },
+    )
     return this.#native
+  }
+
+  /**
+   * @internal How many of this client's cursors are open on the server (not exhausted or closed).
+   * For leak checks (the soak test); 0 when not connected.
+   */
+  async openCursorCount(): Promise<number> {
+    const client = await this.#native?.catch(() => null)
+    return client?.openCursorCount ?? 0
   }
 
   /** Kills open cursors, closes every connection. Operations after it fail until `connect()`. */

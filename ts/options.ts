@@ -40,6 +40,13 @@ export type ReadPreferenceLike =
 /** A read concern level, or `{ level }` (the official driver's `ReadConcern` fits). */
 export type ReadConcernLike = string | { level: string }
 
+/**
+ * How `timeoutMS` bounds a cursor: `cursorLifetime` (the default) gives the command and every
+ * getMore one deadline, so `toArray()` completes within `timeoutMS`; `iteration` gives each read
+ * of a new batch `timeoutMS` of its own.
+ */
+export type CursorTimeoutMode = 'cursorLifetime' | 'iteration'
+
 /** Collation options, sent to the server as given. */
 export interface CollationOptions {
   locale: string
@@ -57,6 +64,14 @@ export interface CollationOptions {
 export interface ReadOperationOptions extends BSONOptions {
   /** Server-side time limit in milliseconds. */
   maxTimeMS?: number
+  /**
+   * Client-side time limit in milliseconds for the whole operation (server selection, connection
+   * checkout, a retry, the server's work; for a cursor see `timeoutMode`). Overrides the client's
+   * `timeoutMS`; `0` means no limit. Fails with `MongoOperationTimeoutError`. Without `maxTimeMS`,
+   * it is also sent to the server as `maxTimeMS` (not by `distinct`, nor by a cursor in
+   * `iteration` mode).
+   */
+  timeoutMS?: number
   /** Any value, attached to the operation in the server's logs and profiler. */
   comment?: unknown
   readPreference?: ReadPreferenceLike
@@ -65,6 +80,7 @@ export interface ReadOperationOptions extends BSONOptions {
 
 /** Options of `find` and `findOne`: every FindOptions field of the official driver. */
 export interface FindOptions extends ReadOperationOptions {
+  timeoutMode?: CursorTimeoutMode
   projection?: Document
   sort?: Sort
   /** Maximum number of documents; a negative value returns at most one batch. */
@@ -87,6 +103,7 @@ export interface FindOptions extends ReadOperationOptions {
 
 /** Options of `aggregate`. */
 export interface AggregateOptions extends ReadOperationOptions {
+  timeoutMode?: CursorTimeoutMode
   allowDiskUse?: boolean
   batchSize?: number
   collation?: CollationOptions
@@ -113,7 +130,15 @@ export interface DistinctOptions extends ReadOperationOptions {
 }
 
 type OptionKind =
-  'integer' | 'boolean' | 'document' | 'sort' | 'hint' | 'any' | 'readPreference' | 'readConcern'
+  | 'integer'
+  | 'boolean'
+  | 'document'
+  | 'sort'
+  | 'hint'
+  | 'any'
+  | 'readPreference'
+  | 'readConcern'
+  | 'timeoutMode'
 
 interface OperationSpec {
   name: string
@@ -124,20 +149,13 @@ interface OperationSpec {
 
 const READ_OPTIONS = {
   maxTimeMS: 'integer',
+  timeoutMS: 'integer',
   comment: 'any',
   readPreference: 'readPreference',
   readConcern: 'readConcern',
 } as const satisfies Record<string, OptionKind>
 
-const NOT_ON_READ_PATH = [
-  'session',
-  'timeoutMS',
-  'timeoutMode',
-  'signal',
-  'explain',
-  'fieldsAsRaw',
-  'checkKeys',
-]
+const NOT_ON_READ_PATH = ['session', 'signal', 'explain', 'fieldsAsRaw', 'checkKeys']
 
 export const FIND: OperationSpec = {
   name: 'find',
@@ -159,6 +177,7 @@ export const FIND: OperationSpec = {
     noCursorTimeout: 'boolean',
     singleBatch: 'boolean',
     allowPartialResults: 'boolean',
+    timeoutMode: 'timeoutMode',
   },
   unsupported: [...NOT_ON_READ_PATH, 'tailable', 'awaitData', 'maxAwaitTimeMS', 'oplogReplay'],
 }
@@ -173,6 +192,7 @@ export const AGGREGATE: OperationSpec = {
     hint: 'hint',
     let: 'document',
     maxAwaitTimeMS: 'integer',
+    timeoutMode: 'timeoutMode',
   },
   unsupported: [...NOT_ON_READ_PATH, 'bypassDocumentValidation', 'writeConcern', 'out'],
 }
@@ -254,6 +274,10 @@ function normalizeOption(operation: string, key: string, kind: OptionKind, value
       return normalizeReadPreference(value) ?? fail('a read preference mode or { mode }')
     case 'readConcern':
       return normalizeReadConcern(value) ?? fail('a read concern level or { level }')
+    case 'timeoutMode':
+      return value === 'cursorLifetime' || value === 'iteration'
+        ? value
+        : fail("'cursorLifetime' or 'iteration'")
   }
 }
 

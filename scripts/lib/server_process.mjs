@@ -12,8 +12,9 @@ export const isFresh = (binary, sources) => {
 }
 
 /**
- * Spawns `binary args` and resolves once it printed its ready line. Returns `{ uri, port, stop() }`;
- * `stop` sends SIGTERM and waits for the exit (SIGKILL after 10 s).
+ * Spawns `binary args` and resolves once it printed its ready line. Returns `{ uri, port, pid, stop() }`;
+ * `stop` sends SIGTERM and waits for the exit (SIGKILL after 10 s). Fault tests signal `pid`
+ * themselves (SIGKILL, SIGSTOP / SIGCONT).
  */
 export async function startServer(name, binary, args, timeoutMs) {
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'inherit'] })
@@ -40,6 +41,7 @@ export async function startServer(name, binary, args, timeoutMs) {
   return {
     uri,
     port: Number(new URL(uri).port),
+    pid: child.pid,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM')

@@ -1,0 +1,485 @@
+// Faults and load: timeouts, a hung, killed or restarted server, retries, concurrency and a short
+// soak. Tests that break the server run a private dev server (kill, SIGSTOP, restart); timing
+// bounds are generous upper bounds that prove "no hang", never speed targets.
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { inspect, promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MongoClient as OfficialClient } from 'mongodb'
+import {
+  MongoClient,
+  MongoError,
+  MongoInvalidArgumentError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoOperationTimeoutError,
+  MongoParseError,
+  MongoServerError,
+  MongoServerSelectionError,
+  type Collection,
+} from 'rumongo'
+// @ts-expect-error: a plain ESM script without types
+import { freePort, startDevdb } from '../scripts/devdb.mjs'
+import { uniqueDbName, uri } from './setup/helpers.js'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const NO_HANG_MS = 10_000
+const ITEMS = 60
+
+interface Outcome<T> {
+  value?: T
+  error?: unknown
+  /** True when the promise was still pending after `boundMs`. */
+  hung: boolean
+  elapsed: number
+}
+
+/** Settles `promise` or gives up after `boundMs` (a hang), recording which and when. */
+async function settle<T>(promise: Promise<T>, boundMs = NO_HANG_MS): Promise<Outcome<T>> {
+  const started = Date.now()
+  let timer: NodeJS.Timeout | undefined
+  const hang = new Promise<Outcome<T>>((resolve) => {
+    timer = setTimeout(() => resolve({ hung: true, elapsed: Date.now() - started }), boundMs)
+  })
+  const settled = promise.then(
+    (value) => ({ value, hung: false, elapsed: Date.now() - started }),
+    (error: unknown) => ({ error, hung: false, elapsed: Date.now() - started }),
+  )
+  try {
+    return await Promise.race([settled, hang])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Asserts that `promise` rejects with `type` within `boundMs`; returns the error. */
+async function expectRejects(
+  promise: Promise<unknown>,
+  type: new (...args: any[]) => Error,
+  boundMs = NO_HANG_MS,
+): Promise<Error> {
+  const outcome = await settle(promise, boundMs)
+  expect(outcome.hung, `still pending after ${boundMs} ms`).toBe(false)
+  expect(outcome.error, `resolved with ${inspect(outcome.value)}`).toBeInstanceOf(type)
+  expect(outcome.error).toBeInstanceOf(MongoError)
+  return outcome.error as Error
+}
+
+interface Item {
+  _id: number
+  i: number
+  group: number
+}
+
+const items = (): Item[] => Array.from({ length: ITEMS }, (_, i) => ({ _id: i, i, group: i % 4 }))
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+/** `base` with `query` appended to its options. */
+const withQuery = (base: string, query: string) => `${base}${base.includes('?') ? '&' : '?'}${query}`
+
+/** A private dev server with a kept data directory, so it can be killed and restarted. */
+async function privateServer() {
+  const dir = mkdtempSync(join(tmpdir(), 'rumongo-faults-'))
+  let server = await startDevdb({ dir })
+  const seed = await OfficialClient.connect(server.uri)
+  await seed.db('faults').collection<Item>('items').insertMany(items())
+  await seed.close()
+  return {
+    uri: server.uri as string,
+    kill() {
+      process.kill(server.pid, 'SIGKILL')
+    },
+    /** SIGSTOP: the server keeps its sockets open and accepts connections but never answers. */
+    async whileStopped<T>(run: () => Promise<T>): Promise<T> {
+      process.kill(server.pid, 'SIGSTOP')
+      try {
+        return await run()
+      } finally {
+        process.kill(server.pid, 'SIGCONT')
+      }
+    },
+    async restart() {
+      await server.stop()
+      server = await startDevdb({ dir, port: server.port })
+    },
+    async stop() {
+      await server.stop()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+type PrivateServer = Awaited<ReturnType<typeof privateServer>>
+
+/** Runs `test` against a fresh private server, stopped afterwards whatever happens. */
+async function withPrivateServer(test: (server: PrivateServer) => Promise<void>) {
+  const server = await privateServer()
+  try {
+    await test(server)
+  } finally {
+    await server.stop()
+  }
+}
+
+/** The `faults.items` collection of a new rumongo client. */
+function itemsOf(client: MongoClient): Collection<Item> {
+  return client.db('faults').collection<Item>('items')
+}
+
+describe('timeoutMS on a healthy server', () => {
+  const dbName = uniqueDbName('faults')
+  let official: OfficialClient
+
+  beforeAll(async () => {
+    official = await OfficialClient.connect(uri)
+    await official.db(dbName).collection<Item>('items').insertMany(items())
+    // Big enough that the server cannot scan it within maxTimeMS: 1.
+    await official
+      .db(dbName)
+      .collection('slow')
+      .insertMany(Array.from({ length: 3000 }, (_, i) => ({ i, text: 'x'.repeat(50) })))
+  })
+
+  afterAll(async () => {
+    await official.db(dbName).dropDatabase()
+    await official.close()
+  })
+
+  it('returns complete results when the deadline is not reached, on every read operation', async () => {
+    const client = await MongoClient.connect(withQuery(uri, 'timeoutMS=30000'))
+    try {
+      expect(client.timeoutMS).toBe(30_000)
+      const coll = client.db(dbName).collection('items')
+      const expected = items()
+      expect(await coll.find({}, { sort: { _id: 1 }, batchSize: 7 }).toArray()).toEqual(expected)
+      expect(
+        await coll.find({}, { sort: { _id: 1 }, batchSize: 7, timeoutMS: 20_000, timeoutMode: 'iteration' }),
+      ).toEqual(expected)
+      expect(await coll.findOne({ _id: 5 }, { timeoutMS: 20_000 })).toEqual(expected[5])
+      expect(
+        await coll.aggregate([{ $sort: { _id: 1 } }], { batchSize: 5, timeoutMS: 20_000 }).toArray(),
+      ).toEqual(expected)
+      expect(await coll.countDocuments({ group: 1 }, { timeoutMS: 20_000 })).toBe(ITEMS / 4)
+      expect(await coll.estimatedDocumentCount({ timeoutMS: 20_000 })).toBe(ITEMS)
+      expect((await coll.distinct('group', {}, { timeoutMS: 20_000 })).sort()).toEqual([0, 1, 2, 3])
+      expect((await coll.findLazy({ _id: 3 }, { timeoutMS: 20_000 }))[0]!.i).toBe(3)
+    } finally {
+      await client.close()
+    }
+    // The MongoClient option wins over the connection string's.
+    const overridden = new MongoClient(withQuery(uri, 'timeoutMS=5'), {
+      timeoutMS: 30_000,
+    })
+    expect(overridden.timeoutMS).toBe(30_000)
+    expect(await overridden.db(dbName).collection('items').countDocuments({})).toBe(ITEMS)
+    await overridden.close()
+  })
+
+  it('validates timeoutMS, timeoutMode and socketTimeoutMS', async () => {
+    const client = await MongoClient.connect(uri)
+    try {
+      const coll = client.db(dbName).collection('items')
+      await expectRejects(coll.find({}, { timeoutMS: -1 }).toArray(), MongoInvalidArgumentError)
+      await expectRejects(coll.countDocuments({}, { timeoutMS: 1.5 }), MongoInvalidArgumentError)
+      expect(() => coll.find({}, { timeoutMS: 100, timeoutMode: 'forever' as never })).toThrow(
+        MongoInvalidArgumentError,
+      )
+      const error = await expectRejects(
+        coll.find({}, { timeoutMode: 'iteration' }).toArray(),
+        MongoInvalidArgumentError,
+      )
+      expect(error.message).toMatch(/timeoutMode without setting timeoutMS/)
+    } finally {
+      await client.close()
+    }
+    expect(() => new MongoClient(withQuery(uri, 'timeoutMS=soon'))).toThrow(MongoParseError)
+    expect(() => new MongoClient(uri, { socketTimeoutMS: -1 })).toThrow(MongoParseError)
+    // The Rust driver rejects socketTimeoutMS; rumongo takes it out of the URI and enforces it.
+    const withSocketTimeout = await MongoClient.connect(withQuery(uri, 'SocketTimeoutMS=30000'))
+    expect(await withSocketTimeout.db(dbName).collection('items').countDocuments({})).toBe(ITEMS)
+    await withSocketTimeout.close()
+  })
+
+  it('bounds a cursor: one deadline for its lifetime by default, one per read in iteration mode', async () => {
+    const client = await MongoClient.connect(uri)
+    try {
+      const coll = client.db(dbName).collection('items')
+      // cursorLifetime: the getMores run after the deadline, so reading on fails.
+      const lifetime = coll.find({}, { batchSize: 5, timeoutMS: 2_000 })
+      expect(await lifetime.next()).not.toBeNull()
+      await sleep(2_500)
+      await expectRejects(lifetime.toArray(), MongoOperationTimeoutError)
+      // iteration: the same pause between reads is fine, every getMore has its own timeoutMS.
+      const iteration = coll.find({}, { batchSize: 5, timeoutMS: 5_000, timeoutMode: 'iteration' })
+      const first = await iteration.next()
+      await sleep(6_000)
+      expect([first, ...(await iteration.toArray())]).toEqual(items())
+      expect(await client.openCursorCount()).toBe(0)
+    } finally {
+      await client.close()
+    }
+  })
+
+  it("reports the server's MaxTimeMSExpired like the official driver, or as a timeout under timeoutMS", async () => {
+    const filter = { text: { $regex: 'never' } }
+    const reference = await official
+      .db(dbName)
+      .collection('slow')
+      .find(filter, { maxTimeMS: 1 })
+      .toArray()
+      .catch((error: Error) => error)
+    expect(reference).toBeInstanceOf(Error)
+    const client = await MongoClient.connect(uri)
+    try {
+      const slow = client.db(dbName).collection('slow')
+      const error = (await expectRejects(
+        slow.find(filter, { maxTimeMS: 1 }).toArray(),
+        MongoServerError,
+      )) as MongoServerError
+      expect([error.code, error.codeName, error.message]).toEqual([
+        50,
+        'MaxTimeMSExpired',
+        (reference as Error).message,
+      ])
+      const counted = (await expectRejects(
+        slow.countDocuments(filter, { maxTimeMS: 1 }),
+        MongoServerError,
+      )) as MongoServerError
+      expect(counted.codeName).toBe('MaxTimeMSExpired')
+      // Under a timeoutMS, the official driver reports a server time-out as its own.
+      await expectRejects(
+        slow.find(filter, { maxTimeMS: 1, timeoutMS: 60_000 }).toArray(),
+        MongoOperationTimeoutError,
+      )
+    } finally {
+      await client.close()
+    }
+  })
+
+  it('completes 200 concurrent finds on a pool of 5 connections with exact results', async () => {
+    const client = await MongoClient.connect(uri, { maxPoolSize: 5 })
+    try {
+      const coll = client.db(dbName).collection('items')
+      const results = await Promise.all(
+        Array.from({ length: 200 }, (_, n) =>
+          coll.find({ group: n % 4 }, { sort: { _id: 1 }, batchSize: 4 + (n % 7) }).toArray(),
+        ),
+      )
+      results.forEach((result, n) => {
+        expect(result).toEqual(items().filter((item) => item.group === n % 4))
+      })
+      expect(await client.openCursorCount()).toBe(0)
+    } finally {
+      await client.close()
+    }
+  })
+})
+
+describe('a hung server (SIGSTOP)', () => {
+  it('socketTimeoutMS fails new operations and open cursors with MongoNetworkTimeoutError', async () => {
+    await withPrivateServer(async (server) => {
+      const client = await MongoClient.connect(server.uri, { socketTimeoutMS: 500 })
+      const coll = itemsOf(client)
+      const open = coll.find({}, { batchSize: 5 })
+      expect(await open.next()).toEqual(items()[0])
+      await server.whileStopped(async () => {
+        const error = await expectRejects(coll.find({}).toArray(), MongoNetworkTimeoutError)
+        expect(error).toBeInstanceOf(MongoNetworkError)
+        await expectRejects(open.toArray(), MongoNetworkTimeoutError)
+        await expectRejects(coll.countDocuments({}), MongoNetworkTimeoutError)
+        await expectRejects(coll.distinct('group'), MongoNetworkTimeoutError)
+      })
+      // Once the server answers again, so does the client.
+      expect(await coll.find({}, { sort: { _id: 1 } }).toArray()).toEqual(items())
+      expect(await client.openCursorCount()).toBe(0)
+      await client.close()
+    })
+  })
+
+  it('timeoutMS fails every read operation and open cursors with MongoOperationTimeoutError', async () => {
+    await withPrivateServer(async (server) => {
+      const limited = await MongoClient.connect(server.uri, { timeoutMS: 500 })
+      const unlimited = await MongoClient.connect(server.uri)
+      const open = itemsOf(limited).find({}, { batchSize: 5 })
+      expect(await open.next()).toEqual(items()[0])
+      await server.whileStopped(async () => {
+        const coll = itemsOf(limited)
+        const reads: [string, () => Promise<unknown>][] = [
+          ['find', () => coll.find({}).toArray()],
+          ['findOne', () => coll.findOne({})],
+          ['aggregate', () => coll.aggregate([]).toArray()],
+          ['countDocuments', () => coll.countDocuments({})],
+          ['estimatedDocumentCount', () => coll.estimatedDocumentCount()],
+          ['distinct', () => coll.distinct('group')],
+          ['an open cursor', () => open.toArray()],
+          ['per-operation timeoutMS', () => itemsOf(unlimited).find({}, { timeoutMS: 300 }).toArray()],
+          ['a new client', () => MongoClient.connect(server.uri, { timeoutMS: 500 })],
+        ]
+        for (const [name, read] of reads) {
+          const error = await expectRejects(read(), MongoOperationTimeoutError).catch((failure: Error) => {
+            throw new Error(`${name}: ${failure.message}`)
+          })
+          expect(error.message).toMatch(/timeoutMS of \d+ ms expired/)
+        }
+      })
+      expect(await itemsOf(limited).countDocuments({})).toBe(ITEMS)
+      await Promise.all([limited.close(), unlimited.close()])
+    })
+  })
+
+  it('timeoutMS: 0 lifts the client limit: the read waits for the server and completes', async () => {
+    await withPrivateServer(async (server) => {
+      const client = await MongoClient.connect(server.uri, { timeoutMS: 300 })
+      let pending: Promise<Outcome<unknown>> | undefined
+      await server.whileStopped(async () => {
+        pending = settle(
+          itemsOf(client)
+            .find({}, { sort: { _id: 1 }, timeoutMS: 0 })
+            .toArray(),
+        )
+        // Well past the client's 300 ms, the read is still waiting.
+        expect((await settle(pending, 1_500)).hung).toBe(true)
+      })
+      const outcome = await pending!
+      expect(outcome.error).toBeUndefined()
+      expect(outcome.value).toEqual(items())
+      await client.close()
+    })
+  })
+})
+
+describe('a killed or restarted server', () => {
+  it('rejects the pending reads of a cursor whose server is killed with MongoNetworkError', async () => {
+    await withPrivateServer(async (server) => {
+      const client = await MongoClient.connect(server.uri, { serverSelectionTimeoutMS: 2_000 })
+      const coll = itemsOf(client)
+      const cursor = coll.find({}, { batchSize: 5 })
+      const iterated = coll.find({}, { batchSize: 5 })
+      expect(await cursor.next()).toEqual(items()[0])
+      const seen: unknown[] = []
+      const loop = (async () => {
+        for await (const item of iterated) {
+          seen.push(item)
+          if (seen.length === 1) server.kill()
+          await sleep(10)
+        }
+      })()
+      // Never a partial result presented as complete: the reads fail.
+      await expectRejects(loop, MongoNetworkError)
+      expect(seen.length).toBeLessThan(ITEMS)
+      // That failure marked the server unknown: the other cursor's getMore, like any new
+      // operation, fails within serverSelectionTimeoutMS (and is not retried either).
+      await expectRejects(cursor.toArray(), MongoServerSelectionError)
+      await expectRejects(coll.countDocuments({}), MongoServerSelectionError)
+      expect(await client.openCursorCount()).toBe(0)
+      await client.close()
+    })
+  })
+
+  it('recovers after a restart: the next query succeeds', async () => {
+    await withPrivateServer(async (server) => {
+      const client = await MongoClient.connect(server.uri, { maxPoolSize: 2 })
+      const coll = itemsOf(client)
+      await Promise.all([coll.countDocuments({}), coll.countDocuments({})])
+      server.kill()
+      await server.restart()
+      const outcome = await settle(coll.find({}, { sort: { _id: 1 } }).toArray())
+      expect(outcome.hung).toBe(false)
+      expect(outcome.error).toBeUndefined()
+      expect(outcome.value).toEqual(items())
+      expect(await coll.countDocuments({})).toBe(ITEMS)
+      await client.close()
+    })
+  })
+
+  // Polling monitoring with a long heartbeat: nothing but the query itself notices the restart, so
+  // its first attempt runs on the pool's dead connection.
+  const pinnedPool = 'maxPoolSize=1&serverMonitoringMode=poll&heartbeatFrequencyMS=60000'
+
+  it('retries a find whose first attempt hits a dead connection once (retryReads)', async () => {
+    await withPrivateServer(async (server) => {
+      const retrying = await MongoClient.connect(withQuery(server.uri, pinnedPool))
+      const notRetrying = await MongoClient.connect(withQuery(server.uri, `${pinnedPool}&retryReads=false`))
+      expect(await itemsOf(retrying).countDocuments({})).toBe(ITEMS)
+      expect(await itemsOf(notRetrying).countDocuments({})).toBe(ITEMS)
+      server.kill()
+      await server.restart()
+      const retried = await settle(
+        itemsOf(retrying)
+          .find({}, { sort: { _id: 1 } })
+          .toArray(),
+      )
+      expect(retried.error).toBeUndefined()
+      expect(retried.value).toEqual(items())
+      await expectRejects(itemsOf(notRetrying).find({}).toArray(), MongoNetworkError)
+      // The failure cleared the pool: the next find runs on a new connection.
+      expect(
+        await itemsOf(notRetrying)
+          .find({}, { sort: { _id: 1 } })
+          .toArray(),
+      ).toEqual(items())
+      await Promise.all([retrying.close(), notRetrying.close()])
+    })
+  })
+
+  it('never retries a getMore: a cursor of the restarted server fails with MongoNetworkError', async () => {
+    await withPrivateServer(async (server) => {
+      const client = await MongoClient.connect(withQuery(server.uri, pinnedPool))
+      const cursor = itemsOf(client).find({}, { batchSize: 5 })
+      expect(await cursor.next()).toEqual(items()[0])
+      server.kill()
+      await server.restart()
+      // A retried getMore would reach the new server and fail with CursorNotFound instead.
+      const error = await expectRejects(cursor.toArray(), MongoNetworkError)
+      expect(error).not.toBeInstanceOf(MongoServerError)
+      expect(await itemsOf(client).countDocuments({})).toBe(ITEMS)
+      await client.close()
+    })
+  })
+})
+
+describe('unreachable servers and credentials', () => {
+  it('fails within timeoutMS or serverSelectionTimeoutMS, without showing credentials', async () => {
+    const port = await freePort()
+    const secret = 'Sup3rS3cretTimeout'
+    const selection = await expectRejects(
+      MongoClient.connect(`mongodb://alice:${secret}@127.0.0.1:${port}/?serverSelectionTimeoutMS=500`),
+      MongoServerSelectionError,
+      5_000,
+    )
+    expect(inspect(selection, { depth: 10 })).not.toContain(secret)
+    const timeout = await expectRejects(
+      MongoClient.connect(
+        `mongodb://alice:${secret}@127.0.0.1:${port}/?serverSelectionTimeoutMS=60000&timeoutMS=500`,
+      ),
+      MongoOperationTimeoutError,
+      5_000,
+    )
+    expect(inspect(timeout, { depth: 10 })).not.toContain(secret)
+    let parse: unknown
+    try {
+      new MongoClient(`mongodb://alice:${secret}@127.0.0.1:${port}/?socketTimeoutMS=-5`)
+    } catch (error) {
+      parse = error
+    }
+    expect(parse).toBeInstanceOf(MongoParseError)
+    expect(inspect(parse, { depth: 10 })).not.toContain(secret)
+  })
+})
+
+describe('soak', () => {
+  it('keeps RSS and open cursors flat over a short mixed-read soak', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--expose-gc', join(root, 'scripts', 'soak.mjs'), '--seconds', '15', '--uri', uri],
+      { cwd: root, timeout: 90_000 },
+    )
+    const report = JSON.parse(stdout.trim().split('\n').at(-1)!)
+    expect(report.ok, stdout).toBe(true)
+    expect(report.errors).toBe(0)
+    expect(report.operations).toBeGreaterThan(30)
+    expect(report.openCursorsAtEnd).toBe(0)
+  })
+})

@@ -1,0 +1,177 @@
+// `npm run soak`: a mixed read load on one client (find, findLazy, cursors left early with `break`,
+// findOne, countDocuments, aggregate), every result checked, for --seconds (default 300).
+// Samples RSS (after a forced GC) and the client's open cursors every second, then compares the
+// first window (one minute, or a fifth of a shorter run) with the last one. Fails (exit 1) on any
+// wrong result or error, when the last window's median RSS exceeds the first's by more than
+// max(32 MB, 25 %), when more cursors are open than there are workers (each runs one operation
+// at a time), or when any cursor is still open at the end. The last line of output is a JSON report.
+//
+// Usage: node --expose-gc scripts/soak.mjs [--seconds N] [--concurrency N] [--uri mongodb://...]
+// Without --uri (or MONGODB_URI) it starts a private embedded dev server.
+import { createRequire } from 'node:module'
+import { parseArgs } from 'node:util'
+import { startDevdb } from './devdb.mjs'
+
+const require = createRequire(import.meta.url)
+const { MongoClient } = require('../dist/index.js')
+const { MongoClient: OfficialClient } = require('mongodb')
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '300' },
+    concurrency: { type: 'string', default: '8' },
+    uri: { type: 'string' },
+  },
+})
+const seconds = Number(values.seconds)
+const concurrency = Number(values.concurrency)
+if (!(seconds > 0) || !(concurrency > 0)) throw new Error('--seconds and --concurrency must be positive')
+
+const DOCUMENTS = 2_000
+const GROUPS = 10
+const MB = 1024 * 1024
+const windowSeconds = Math.min(60, Math.max(2, Math.floor(seconds / 5)))
+
+const server = values.uri || process.env.MONGODB_URI ? null : await startDevdb()
+const uri = values.uri ?? process.env.MONGODB_URI ?? server.uri
+const dbName = `soak_${process.pid}_${Date.now().toString(36)}`
+
+const documents = Array.from({ length: DOCUMENTS }, (_, i) => ({
+  _id: i,
+  group: i % GROUPS,
+  name: `item ${i}`,
+  tags: ['a', 'b', 'c'].slice(0, i % 4),
+  nested: { at: new Date(1_700_000_000_000 + i), score: i / 3 },
+}))
+const official = await OfficialClient.connect(uri)
+await official.db(dbName).collection('items').insertMany(documents)
+
+const client = await MongoClient.connect(uri, { maxPoolSize: 5 })
+const items = client.db(dbName).collection('items')
+
+function check(condition, what) {
+  if (!condition) throw new Error(`wrong result: ${what}`)
+}
+
+const operations = [
+  async (n) => {
+    const group = n % GROUPS
+    const found = await items.find({ group }, { sort: { _id: 1 }, batchSize: 64 }).toArray()
+    check(found.length === DOCUMENTS / GROUPS && found.every((d, k) => d._id === group + k * GROUPS), 'find')
+  },
+  async (n) => {
+    const group = n % GROUPS
+    const lazy = await items.findLazy({ group }, { sort: { _id: 1 }, batchSize: 50 })
+    check(lazy.length === DOCUMENTS / GROUPS && lazy[7].name === `item ${group + 7 * GROUPS}`, 'findLazy')
+  },
+  async () => {
+    let seen = 0
+    for await (const document of items.find({}, { batchSize: 20 })) {
+      check(typeof document._id === 'number', 'cursor document')
+      if (++seen === 30) break
+    }
+    check(seen === 30, 'cursor with break')
+  },
+  async (n) => {
+    const id = (n * 7919) % DOCUMENTS
+    const one = await items.findOne({ _id: id })
+    check(one?.name === `item ${id}` && one.nested.at.getTime() === 1_700_000_000_000 + id, 'findOne')
+  },
+  async (n) => {
+    check((await items.countDocuments({ group: n % GROUPS })) === DOCUMENTS / GROUPS, 'countDocuments')
+  },
+  async () => {
+    const groups = await items.aggregate([{ $group: { _id: '$group', n: { $sum: 1 } } }]).toArray()
+    check(groups.length === GROUPS && groups.every((g) => g.n === DOCUMENTS / GROUPS), 'aggregate')
+  },
+]
+
+let completed = 0
+let inFlight = 0
+const errors = []
+let stopping = false
+
+async function worker(id) {
+  for (let n = id; !stopping; n += concurrency) {
+    inFlight++
+    try {
+      await operations[n % operations.length](n)
+      completed++
+    } catch (error) {
+      errors.push(error)
+      if (errors.length <= 5) console.error(`soak: ${error.stack ?? error}`)
+    } finally {
+      inFlight--
+    }
+  }
+}
+
+/** One sample a second: RSS after a full GC and the client's open cursors. */
+const samples = []
+const started = Date.now()
+const sampler = setInterval(async () => {
+  globalThis.gc?.()
+  samples.push({
+    at: (Date.now() - started) / 1000,
+    rss: process.memoryUsage().rss,
+    openCursors: await client.openCursorCount(),
+    inFlight,
+  })
+}, 1_000)
+
+const workers = Array.from({ length: concurrency }, (_, id) => worker(id))
+await new Promise((resolve) => setTimeout(resolve, seconds * 1_000))
+stopping = true
+await Promise.all(workers)
+clearInterval(sampler)
+const openCursorsAtEnd = await client.openCursorCount()
+
+await client.close()
+await official.db(dbName).dropDatabase()
+await official.close()
+await server?.stop()
+
+const median = (list) => {
+  const sorted = [...list].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)] ?? 0
+}
+const inWindow = (from, to) => samples.filter((sample) => sample.at > from && sample.at <= to)
+const end = samples.at(-1)?.at ?? seconds
+const first = inWindow(0, windowSeconds)
+const last = inWindow(end - windowSeconds, end)
+const firstRss = median(first.map((sample) => sample.rss))
+const lastRss = median(last.map((sample) => sample.rss))
+const boundRss = Math.max(32 * MB, firstRss * 0.25)
+const maxOpen = Math.max(0, ...samples.map((sample) => sample.openCursors))
+const tooManyOpen = samples.filter((sample) => sample.openCursors > concurrency).length
+
+const report = {
+  ok: errors.length === 0 && lastRss - firstRss <= boundRss && tooManyOpen === 0 && openCursorsAtEnd === 0,
+  seconds,
+  concurrency,
+  operations: completed,
+  errors: errors.length,
+  windowSeconds,
+  rssMB: {
+    firstWindow: +(firstRss / MB).toFixed(1),
+    lastWindow: +(lastRss / MB).toFixed(1),
+    growth: +((lastRss - firstRss) / MB).toFixed(1),
+    bound: +(boundRss / MB).toFixed(1),
+  },
+  openCursors: {
+    max: maxOpen,
+    firstWindowMax: Math.max(0, ...first.map((sample) => sample.openCursors)),
+    lastWindowMax: Math.max(0, ...last.map((sample) => sample.openCursors)),
+    samplesAboveConcurrency: tooManyOpen,
+  },
+  openCursorsAtEnd,
+  gc: typeof globalThis.gc === 'function',
+}
+console.log(
+  `soak: ${completed} operations in ${seconds} s, ${errors.length} errors; RSS median ` +
+    `${report.rssMB.firstWindow} MB (first ${windowSeconds} s) -> ${report.rssMB.lastWindow} MB ` +
+    `(last ${windowSeconds} s), bound +${report.rssMB.bound} MB; open cursors max ${maxOpen}, ` +
+    `at end ${openCursorsAtEnd}: ${report.ok ? 'PASS' : 'FAIL'}`,
+)
+console.log(JSON.stringify(report))
+process.exit(report.ok ? 0 : 1)
