@@ -250,8 +250,11 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
   })
 
   it.each(FORMATS)('renders documents of every BSON type byte for byte (%s)', async (format) => {
-    const json = await bench('random').findJson({}, { format, batchSize: 64 })
-    expect(json.toString()).toBe(stringify[format](decoded(renderable)))
+    const expected = stringify[format](decoded(renderable))
+    // Small batches, and the default ones (the getMore returns the rest: over 1 MiB, which the
+    // transcoder splits across threads, deferred documents included).
+    expect((await bench('random').findJson({}, { format, batchSize: 64 })).toString()).toBe(expected)
+    expect((await bench('random').findJson({}, { format })).toString()).toBe(expected)
   })
 
   it.each(FORMATS)(
@@ -290,9 +293,9 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
         setImmediate(done)
       },
     })
-    const result = await bench('wide45').pipeJson({}, { batchSize: 500 }, slow)
+    const result = await bench('wide45').pipeJson({}, { batchSize: 5000 }, slow)
     expect(result.count).toBe(20_000)
-    expect(received).toBe(stringify.relaxed(await reference('wide45', { batchSize: 500 })))
+    expect(received).toBe(stringify.relaxed(await reference('wide45', { batchSize: 5000 })))
   })
 
   it('a client that goes away mid-response closes the cursor and leaves nothing running', async () => {

@@ -1,12 +1,15 @@
 //! `NativeCursor`: a server cursor read one raw batch at a time.
 
-use std::sync::Arc;
+use std::sync::{
+    atomic::{AtomicU64, Ordering},
+    Arc,
+};
 
 use futures_util::StreamExt;
 use mongodb::raw_batch_cursor::RawBatchCursor;
 use napi::{bindgen_prelude::PromiseRaw, Env};
 use napi_derive::napi;
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
 
 use crate::{
     batch::{encode_batch, BatchOutput, DocumentBatch},
@@ -27,9 +30,38 @@ enum CursorState {
 /// The part of a cursor its client can reach to close it.
 pub struct CursorSlot {
     state: Mutex<CursorState>,
+    /// Reads take a ticket when JS asks (JS order) and fetch in ticket order: several can be in
+    /// flight, so one batch is encoded while the next getMore runs, and none is served out of order.
+    tickets: AtomicU64,
+    serving: watch::Sender<u64>,
+}
+
+/// A read's turn to fetch; ending it (dropped on any path) lets the next ticket fetch.
+struct Turn<'a>(&'a CursorSlot);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.serving.send_modify(|serving| *serving += 1);
+    }
 }
 
 impl CursorSlot {
+    fn new(cursor: RawBatchCursor) -> Self {
+        Self {
+            state: Mutex::new(CursorState::Open(Box::new(cursor))),
+            tickets: AtomicU64::new(0),
+            serving: watch::Sender::new(0),
+        }
+    }
+
+    /// Waits until the reads asked for before `ticket` have fetched their batch.
+    async fn turn(&self, ticket: u64) -> Turn<'_> {
+        let mut serving = self.serving.subscribe();
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        let _ = serving.wait_for(|&now| now == ticket).await;
+        Turn(self)
+    }
+
     /// Drops the driver cursor, which kills it on the server unless it was exhausted.
     pub async fn close_for_client(&self) {
         *self.state.lock().await = CursorState::ClientClosed;
@@ -62,9 +94,7 @@ impl NativeCursor {
         output: BatchOutput,
         client: &ClientState,
     ) -> Self {
-        let slot = Arc::new(CursorSlot {
-            state: Mutex::new(CursorState::Open(Box::new(cursor))),
-        });
+        let slot = Arc::new(CursorSlot::new(cursor));
         client.track(&slot);
         Self {
             slot,
@@ -83,12 +113,15 @@ impl NativeCursor {
 
 #[napi]
 impl NativeCursor {
-    /// The next server batch, or `null` once the cursor is exhausted or closed.
+    /// The next server batch, or `null` once the cursor is exhausted or closed. Calls made before
+    /// earlier ones resolve get the following batches, in call order.
     #[napi(catch_unwind, ts_return_type = "Promise<DocumentBatch | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
         let deadline = self.timeout.next();
+        let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         spawn(env, async move {
+            let turn = slot.turn(ticket).await;
             let mut state = slot.state.lock().await;
             let cursor = match &mut *state {
                 CursorState::Open(cursor) => cursor,
@@ -106,6 +139,7 @@ impl NativeCursor {
             }
             // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
             drop(state);
+            drop(turn);
             match result {
                 None => Ok(None),
                 Some(Err(error)) => Err(error),

@@ -13,6 +13,7 @@
 //! renders it from js-bson's decode, so the output stays exact, errors included.
 
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
+use rayon::prelude::*;
 
 use crate::tape::{cstring_end, document_length, fixed, NotTapeable};
 
@@ -53,33 +54,93 @@ impl From<NotTapeable> for Deferred {
 
 type Step<T = ()> = Result<T, Deferred>;
 
+/// Documents per unit of parallel work: large batches (a getMore returns up to 16 MiB) are
+/// transcoded on every rayon thread, then joined.
+const CHUNK_BYTES: usize = 1 << 20;
+
 /// Transcodes `count` documents stored back to back in `bson` (well framed: the batch encoder
 /// copied them from validated raw documents).
 pub fn transcode(bson: &[u8], count: usize, format: JsonFormat) -> JsonBatch {
+    let documents = document_spans(bson, count);
+    if bson.len() <= CHUNK_BYTES {
+        return transcode_documents(bson, &documents, format);
+    }
+    let mut chunks = Vec::new();
+    let (mut first, mut bytes) = (0, 0);
+    for (index, &(_, length)) in documents.iter().enumerate() {
+        bytes += length;
+        if bytes >= CHUNK_BYTES {
+            chunks.push(&documents[first..=index]);
+            (first, bytes) = (index + 1, 0);
+        }
+    }
+    if first < documents.len() {
+        chunks.push(&documents[first..]);
+    }
+    let parts: Vec<JsonBatch> = chunks
+        .par_iter()
+        .map(|chunk| transcode_documents(bson, chunk, format))
+        .collect();
+    join(parts)
+}
+
+/// `(offset, length)` of each document.
+fn document_spans(bson: &[u8], count: usize) -> Vec<(usize, usize)> {
+    let mut spans = Vec::with_capacity(count);
+    let mut offset = 0;
+    for _ in 0..count {
+        let length = document_length(bson, offset).unwrap_or(bson.len() - offset);
+        spans.push((offset, length));
+        offset += length;
+    }
+    spans
+}
+
+fn transcode_documents(bson: &[u8], documents: &[(usize, usize)], format: JsonFormat) -> JsonBatch {
+    let bytes = documents.iter().map(|&(_, length)| length).sum::<usize>();
     let mut writer = Writer {
-        out: Vec::with_capacity(bson.len() + bson.len() / 2),
+        out: Vec::with_capacity(bytes + bytes / 2),
         format,
         floats: ryu_js::Buffer::new(),
         integers: itoa::Buffer::new(),
     };
     let mut deferred = Vec::new();
-    let mut offset = 0;
-    for index in 0..count {
+    for (index, &(offset, length)) in documents.iter().enumerate() {
         if index > 0 {
             writer.out.push(b',');
         }
-        let length = document_length(bson, offset).unwrap_or(bson.len() - offset);
         let mark = writer.out.len();
         if writer.document(&bson[offset..offset + length], 0).is_err() {
             writer.out.truncate(mark);
             deferred.extend([mark, offset, length].map(|number| number as u32));
         }
-        offset += length;
     }
     JsonBatch {
         text: writer.out,
         deferred,
     }
+}
+
+/// The parts' texts separated by commas, their deferred positions moved to match.
+fn join(parts: Vec<JsonBatch>) -> JsonBatch {
+    let length = parts.iter().map(|part| part.text.len() + 1).sum::<usize>();
+    let mut joined = JsonBatch {
+        text: Vec::with_capacity(length),
+        deferred: Vec::new(),
+    };
+    for (index, part) in parts.into_iter().enumerate() {
+        if index > 0 {
+            joined.text.push(b',');
+        }
+        let base = joined.text.len() as u32;
+        joined.deferred.extend(
+            part.deferred
+                .chunks_exact(3)
+                .flat_map(|entry| [entry[0] + base, entry[1], entry[2]]),
+        );
+        joined.text.extend_from_slice(&part.text);
+    }
+    joined
 }
 
 struct Writer {
@@ -106,7 +167,7 @@ impl Writer {
             if position > 4 {
                 self.out.push(b',');
             }
-            self.string(std::str::from_utf8(key).map_err(|_| Deferred)?);
+            self.string(key)?;
             self.out.push(b':');
             position = self.value(tag, document, key_end + 1, depth)?;
         }
@@ -148,7 +209,7 @@ impl Writer {
             }
             0x02 => {
                 let (text, end) = string_at(bytes, start)?;
-                self.string(text);
+                self.string(text)?;
                 end
             }
             0x03 | 0x04 => {
@@ -248,9 +309,26 @@ impl Writer {
         }
     }
 
-    /// A JSON string of `text` escaped as `JSON.stringify` does (U+2028/2029 stay raw, which JSON allows).
-    fn string(&mut self, text: &str) {
-        let bytes = text.as_bytes();
+    /// A JSON string of `text` (a BSON string's bytes); invalid UTF-8 defers the document.
+    fn string(&mut self, text: &[u8]) -> Step {
+        if !needs_escape_or_validation(text) {
+            // The common case: printable ASCII, copied as is.
+            self.out.reserve(text.len() + 2);
+            self.out.push(b'"');
+            self.out.extend_from_slice(text);
+            self.out.push(b'"');
+            return Ok(());
+        }
+        if !text.is_ascii() {
+            std::str::from_utf8(text).map_err(|_| Deferred)?;
+        }
+        self.escaped(text);
+        Ok(())
+    }
+
+    /// A JSON string of valid UTF-8 `bytes` escaped as `JSON.stringify` escapes it (U+2028/2029
+    /// stay raw, which JSON allows).
+    fn escaped(&mut self, bytes: &[u8]) {
         self.out.push(b'"');
         let mut copied = 0;
         for (index, &byte) in bytes.iter().enumerate() {
@@ -465,15 +543,40 @@ static ESCAPES: [u8; 256] = {
     table
 };
 
-/// A BSON string's text (valid UTF-8 only) and where the value ends.
-fn string_at(bytes: &[u8], start: usize) -> Step<(&str, usize)> {
+/// A BSON string's bytes (not validated) and where the value ends.
+fn string_at(bytes: &[u8], start: usize) -> Step<(&[u8], usize)> {
     let size = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| Deferred)?;
     let begin = start + 4;
     let text = bytes.get(begin..begin + size).ok_or(Deferred)?;
     match text.split_last() {
-        Some((0, text)) => Ok((std::str::from_utf8(text).map_err(|_| Deferred)?, begin + size)),
+        Some((0, text)) => Ok((text, begin + size)),
         _ => Err(Deferred),
     }
+}
+
+/// Whether `text` has a byte JSON escapes (control, quote, backslash) or a non-ASCII byte (to
+/// validate), eight bytes at a time: most strings have neither and are copied as they are.
+fn needs_escape_or_validation(text: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero_byte = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS != 0;
+    let mut words = text.chunks_exact(8);
+    for word in &mut words {
+        let word = u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes"));
+        // Bytes below 0x20 (exact for ASCII; a high byte is caught by HIGHS anyway).
+        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0;
+        if control
+            || word & HIGHS != 0
+            || has_zero_byte(word ^ (ONES * u64::from(b'"')))
+            || has_zero_byte(word ^ (ONES * u64::from(b'\\')))
+        {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&byte| byte >= 0x80 || ESCAPES[usize::from(byte)] != 0)
 }
 
 /// Whether JS treats `key` as an array index, which objects enumerate first, in numeric order.

@@ -43,10 +43,12 @@ export abstract class AbstractCursor<TSchema = Document>
   #buffer: unknown[] = []
   #position = 0
   #fetching: Promise<boolean> | null = null
-  /** Batches requested from the native cursor and not consumed yet, oldest first. */
+  /**
+   * Batches requested from the native cursor and not consumed yet, oldest first. The native cursor
+   * serves requests in call order, one getMore at a time, and encodes each batch while the next
+   * getMore runs.
+   */
   #ahead: Promise<DocumentBatch | null>[] = []
-  /** A request is in flight (the last of `#ahead`): requests go one at a time, in order. */
-  #requesting = false
   /** False once a batch said the server cursor is exhausted. */
   #serverHasMore = true
   #prefetchBatches = 1
@@ -216,7 +218,6 @@ export abstract class AbstractCursor<TSchema = Document>
   async rewind(): Promise<void> {
     await this.close()
     this.#state = 'new'
-    this.#requesting = false
     this.#serverHasMore = true
     this.#id = undefined
   }
@@ -290,32 +291,22 @@ export abstract class AbstractCursor<TSchema = Document>
     return false
   }
 
-  /** Tops up the batches requested ahead, one request at a time, while the server has more. */
+  /** Tops up the batches requested ahead while the server may have more. */
   #requestAhead(native: NativeCursor): void {
-    if (!this.#requesting && this.#serverHasMore && this.#ahead.length < this.#prefetchBatches) {
-      this.#request(native)
-    }
+    while (this.#serverHasMore && this.#ahead.length < this.#prefetchBatches) this.#request(native)
   }
 
   /** Asks the native cursor for its next batch; a failure is handled by whoever awaits it. */
   #request(native: NativeCursor): void {
-    this.#requesting = true
     const request = callNative(() => native.nextBatch())
     this.#ahead.push(request)
-    request.then(
-      (batch) => {
-        if (this.#native !== native) return
-        this.#requesting = false
-        this.#serverHasMore = batch?.hasMore ?? false
-        if (this.#state === 'open') this.#requestAhead(native)
-      },
+    const lastBatch = () => {
+      if (this.#native === native) this.#serverHasMore = false
+    }
+    request.then((batch) => {
+      if (batch === null || !batch.hasMore) lastBatch()
       // A prefetch the cursor never awaits (closed first) must not become an unhandled rejection.
-      () => {
-        if (this.#native !== native) return
-        this.#requesting = false
-        this.#serverHasMore = false
-      },
-    )
+    }, lastBatch)
   }
 
   #exhaust(): void {
