@@ -6,6 +6,7 @@ import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { EJSON } from 'bson'
 import { BSON, MongoClient as OfficialClient, type Document } from 'mongodb'
 import { MongoClient, MongoRuntimeError, type LazyDocument } from 'rumongo'
 // @ts-expect-error: a plain ESM script without types
@@ -131,6 +132,19 @@ describe('10,000 levels of nesting', () => {
       expect(Buffer.compare(Buffer.from(raw as unknown as Uint8Array), nested(DEPTH, nesting))).toBe(0)
       const [lazy] = await collection.findLazy({})
       expectNested(lazy, DEPTH, nesting)
+      // JSON: the text JavaScript gives for the decoded document, or the error it raises.
+      for (const format of ['relaxed', 'plain'] as const) {
+        let expected: string | undefined
+        try {
+          expected =
+            format === 'plain' ? JSON.stringify([document]) : EJSON.stringify([document], { relaxed: true })
+        } catch {
+          expected = undefined
+        }
+        const json = collection.findJson({}, { format })
+        if (expected === undefined) await expect(json, format).rejects.toThrow()
+        else expect((await json).toString(), format).toBe(expected)
+      }
     })
   })
 })
@@ -177,6 +191,9 @@ describe('huge values on the real server', () => {
     const raw = await big.find({}, { ...oneEach, raw: true }).toArray()
     expect(raw.map((bytes) => (bytes as unknown as Uint8Array).byteLength)).toEqual(
       expected.map((document) => BSON.calculateObjectSize(document)),
+    )
+    expect((await big.findJson({}, { ...oneEach, format: 'plain' })).toString()).toBe(
+      JSON.stringify(expected),
     )
   })
 
