@@ -1,5 +1,6 @@
 // `npm run soak`: a mixed read load on one client (find, findLazy, cursors left early with `break`,
-// findOne, countDocuments, aggregate), every result checked, for --seconds (default 300).
+// findOne, countDocuments, aggregate, findJson, pipeJson into a consumer that goes away), every
+// result checked, for --seconds (default 300).
 // Samples RSS (after a forced GC) and the client's open cursors every second, then compares the
 // first window (one minute, or a fifth of a shorter run) with the last one. Fails (exit 1) on any
 // wrong result or error, when the last window's median RSS exceeds the first's by more than
@@ -9,6 +10,7 @@
 // Usage: node --expose-gc scripts/soak.mjs [--seconds N] [--concurrency N] [--uri mongodb://...]
 // Without --uri (or MONGODB_URI) it starts a private embedded dev server.
 import { createRequire } from 'node:module'
+import { Writable } from 'node:stream'
 import { parseArgs } from 'node:util'
 import { startDevdb } from './devdb.mjs'
 
@@ -83,6 +85,27 @@ const operations = [
   async () => {
     const groups = await items.aggregate([{ $group: { _id: '$group', n: { $sum: 1 } } }]).toArray()
     check(groups.length === GROUPS && groups.every((g) => g.n === DOCUMENTS / GROUPS), 'aggregate')
+  },
+  async (n) => {
+    const group = n % GROUPS
+    const json = JSON.parse(
+      await items.findJson({ group }, { sort: { _id: 1 }, batchSize: 64, format: 'plain' }),
+    )
+    check(json.length === DOCUMENTS / GROUPS && json[3].name === `item ${group + 3 * GROUPS}`, 'findJson')
+  },
+  async () => {
+    // A consumer that goes away after the first batch: pipeJson rejects and closes its cursor.
+    let writes = 0
+    const leaving = new Writable({
+      write(_chunk, _encoding, done) {
+        done(++writes === 3 ? new Error('consumer went away') : undefined)
+      },
+    })
+    const piped = await items.pipeJson({}, { batchSize: 20 }, leaving).then(
+      () => 'completed',
+      (error) => error.message,
+    )
+    check(piped === 'consumer went away', 'pipeJson into a consumer that goes away')
   },
 ]
 

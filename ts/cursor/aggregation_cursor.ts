@@ -8,7 +8,7 @@ import { describe, toBSON } from '../bson.js'
 import { callNative, MongoInvalidArgumentError } from '../errors.js'
 import type { NativeCollection } from '../native.cjs'
 import { AGGREGATE, isPlainObject, resolveOperationOptions, type AggregateOptions } from '../options.js'
-import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
+import { AbstractCursor, withDefaultBatchSize, type CursorSource } from './abstract_cursor.js'
 
 const WRITE_STAGES = ['$out', '$merge']
 
@@ -30,7 +30,9 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
   }
 
   protected override async openNative(collection: NativeCollection) {
-    const { command, bson } = resolveOperationOptions(AGGREGATE, this.#options, this.source.bsonOptions)
+    const resolved = resolveOperationOptions(AGGREGATE, this.#options, this.source.bsonOptions)
+    const { bson } = resolved
+    const command = withDefaultBatchSize(resolved.command)
     const pipeline = toBSON({ pipeline: this.#pipeline }, bson)
     const cursor = await callNative(() =>
       collection.aggregate(pipeline, toBSON(command, bson), this.batchOutput(bson)),

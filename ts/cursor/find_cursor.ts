@@ -17,7 +17,7 @@ import {
   type Sort,
   type SortDirection,
 } from '../options.js'
-import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
+import { AbstractCursor, withDefaultBatchSize, type CursorSource } from './abstract_cursor.js'
 
 /** A cursor over the results of a `find`. Set options with the builder methods before reading. */
 export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
@@ -34,7 +34,9 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
   }
 
   protected override async openNative(collection: NativeCollection) {
-    const { command, bson } = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
+    const resolved = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
+    const { bson } = resolved
+    const command = withDefaultBatchSize(resolved.command)
     const cursor = await callNative(() =>
       collection.find(toBSON(this.#filter, bson), toBSON(command, bson), this.batchOutput(bson)),
     )
