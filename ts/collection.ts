@@ -137,15 +137,17 @@ export class Collection<TSchema extends Document = Document> {
     if (typeof lazy !== 'boolean') {
       throw new MongoInvalidArgumentError(`findCursor option "lazy" must be a boolean, got ${describe(lazy)}`)
     }
-    if (!lazy) {
-      const cursor = this.find(filter, findOptions)
-      return prefetch === undefined ? cursor : cursor.prefetch(prefetch)
-    }
-    const { bson } = resolveOperationOptions(FIND, findOptions, this.#bsonOptions)
+    const cursor = lazy ? this.#findLazyCursor(filter, findOptions) : this.find(filter, findOptions)
+    return prefetch === undefined ? cursor : cursor.prefetch(prefetch)
+  }
+
+  /** A find over raw batches whose documents come out lazy (findLazy, findCursor `lazy`). */
+  #findLazyCursor(filter: Filter<TSchema> | ObjectId, options: FindOptions) {
+    const { bson } = resolveOperationOptions(FIND, options, this.#bsonOptions)
     const toLazy = lazyDocumentFactory(bson)
-    const cursor = this.find(filter, { ...findOptions, raw: true })
-    if (prefetch !== undefined) cursor.prefetch(prefetch)
-    return cursor.map((raw) => toLazy(raw as unknown as Buffer) as LazyDocument<WithId<TSchema>>)
+    return this.find(filter, { ...options, raw: true }).map(
+      (raw) => toLazy(raw as unknown as Buffer) as LazyDocument<WithId<TSchema>>,
+    )
   }
 
   /**
@@ -189,10 +191,7 @@ export class Collection<TSchema extends Document = Document> {
     filter: Filter<TSchema> | ObjectId = {},
     options: FindOptions = {},
   ): Promise<LazyDocument<WithId<TSchema>>[]> {
-    const { bson } = resolveOperationOptions(FIND, options, this.#bsonOptions)
-    const toLazy = lazyDocumentFactory(bson)
-    const cursor = this.find(filter, { ...options, raw: true }).map((raw) => toLazy(raw as unknown as Buffer))
-    return (await cursor.toArray()) as LazyDocument<WithId<TSchema>>[]
+    return this.#findLazyCursor(filter, options).toArray()
   }
 
   /** The first document matching `filter`, or `null`. */
