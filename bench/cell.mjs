@@ -4,7 +4,8 @@
 //   node --expose-gc bench/cell.mjs '<cell JSON>'
 //
 // The cell JSON: { target: { uri, db }, pathId, workload, n, query, runs, warmups }.
-// Reports over IPC one message { ok: true, runs: [RunMetrics], peakRssMb } or { ok: false, error }.
+// Reports over IPC one message { ok: true, runs: [RunMetrics], firstRun: RunMetrics, peakRssMb }
+// or { ok: false, error }.
 // Run by hand (no IPC) it prints the same message as JSON.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -65,17 +66,35 @@ function verify(session, cell, results) {
   }
 }
 
-/** Warm-up runs (measured, checked, discarded), then the measured runs. */
+/**
+ * Warm-up runs: at least `cell.warmups`, and more for small results, until about this many
+ * documents went through (capped at {@link MAX_WARMUPS}). A server runs its queries thousands of
+ * times: what it sees is the JIT-compiled steady state, which one warm-up run over 1k documents
+ * does not reach for any library. Every library of a cell gets the same count.
+ */
+const WARMUP_DOCUMENTS = 200_000
+const MAX_WARMUPS = 20
+
+/** How many warm-up runs a cell gets (same for every library of a workload and N). */
+function warmupsFor(cell) {
+  const perRun = cell.n * cell.workload.concurrency
+  return Math.max(cell.warmups, Math.min(MAX_WARMUPS, Math.ceil(WARMUP_DOCUMENTS / perRun)))
+}
+
+/** Warm-up runs (measured, checked, discarded but the first), then the measured runs. */
 async function measureCell(cell) {
   const session = await pathById(cell.pathId).open(cell.target)
   try {
+    const warmups = warmupsFor(cell)
     const runs = []
-    for (let index = 0; index < cell.warmups + cell.runs; index++) {
+    let firstRun
+    for (let index = 0; index < warmups + cell.runs; index++) {
       const { metrics, results } = await measureRun(session, cell)
       verify(session, cell, results)
-      if (index >= cell.warmups) runs.push(metrics)
+      firstRun ??= metrics
+      if (index >= warmups) runs.push(metrics)
     }
-    return runs
+    return { runs, firstRun }
   } finally {
     await session.close()
   }
@@ -85,9 +104,9 @@ async function main() {
   const cell = JSON.parse(process.argv[2])
   let report
   try {
-    const runs = await measureCell(cell)
+    const { runs, firstRun } = await measureCell(cell)
     // maxRSS is in KiB and covers the whole process life: this cell's peak.
-    report = { ok: true, runs, peakRssMb: process.resourceUsage().maxRSS / 1024 }
+    report = { ok: true, runs, firstRun, peakRssMb: process.resourceUsage().maxRSS / 1024 }
   } catch (error) {
     report = { ok: false, error: error instanceof Error ? (error.stack ?? error.message) : String(error) }
   }

@@ -25,7 +25,7 @@ import { planFor, queryFor } from './lib/workloads.mjs'
 
 const benchDir = dirname(fileURLToPath(import.meta.url))
 
-/** Runs per cell: at least 1 warm-up, then >= 5 measured (3 in --quick). */
+/** Runs per cell: at least 1 warm-up (more for small N, see cell.mjs), then >= 5 measured (3 in --quick). */
 const RUNS = { quick: { warmups: 1, runs: 3 }, full: { warmups: 1, runs: 5 } }
 /** A cell that takes longer than this is killed and reported as failed. */
 const CELL_TIMEOUT_MS = 10 * 60_000
@@ -119,6 +119,7 @@ async function measureTarget(
       if (report.ok) {
         Object.assign(row, {
           runs: report.runs,
+          firstRun: report.firstRun,
           stats: summarizeRuns(report.runs),
           peakRssMb: report.peakRssMb,
         })
@@ -189,7 +190,7 @@ function heading(mode, machine, features, profile) {
     '',
     machineMarkdown(machine),
     `- rumongo: ${build}; paths built: ${['find', ...features].join(', ')}`,
-    `- per cell: ${RUNS[mode].warmups} warm-up + ${RUNS[mode].runs} measured runs, each cell in a fresh process`,
+    `- per cell: warm-up runs until ~200k documents went through (1 to 20 runs, the same for every library of a workload and N), then ${RUNS[mode].runs} measured runs, each cell in a fresh process; 'first run' is the cold first query of the process`,
   ].join('\n')
 }
 

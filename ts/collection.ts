@@ -38,7 +38,7 @@ export type Filter<TSchema> = { [Key in keyof WithId<TSchema>]?: unknown } & Doc
 export interface FindCursorOptions extends FindOptions {
   /** Yield lazy documents (see `findLazy`) instead of plain ones. Default false. */
   lazy?: boolean
-  /** Server batches fetched ahead of the one being read (default 1); see `AbstractCursor.prefetch`. */
+  /** Server batches fetched ahead of the one being read (default 2); see `AbstractCursor.prefetch`. */
   prefetch?: number
 }
 

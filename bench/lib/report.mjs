@@ -71,6 +71,7 @@ const COLUMNS = [
   'ELU %',
   'max loop delay ms',
   'peak RSS MB',
+  'first run ms',
   'notes',
 ]
 
@@ -78,7 +79,7 @@ const COLUMNS = [
 function rowCells(row) {
   const size = row.concurrency > 1 ? `${row.concurrency}x${formatCount(row.n)}` : formatCount(row.n)
   const head = [row.workload, size, row.label]
-  if (!row.stats) return [...head, '', '', '', '', '', '', '', '', row.notes]
+  if (!row.stats) return [...head, ...COLUMNS.slice(head.length, -1).map(() => ''), row.notes]
   const { stats } = row
   return [
     ...head,
@@ -90,6 +91,7 @@ function rowCells(row) {
     (stats.elu * 100).toFixed(0),
     ms(stats.maxDelayMs),
     row.peakRssMb.toFixed(0),
+    row.firstRun ? ms(row.firstRun.wallMs) : '',
     row.notes,
   ]
 }
