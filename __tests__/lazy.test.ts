@@ -424,6 +424,42 @@ describe('findLazy against the server', () => {
     expect(overridden!.int32).toBe(-2000)
   })
 
+  it('numbers shapes per batch: documents whose keys differ, extend or cut short the last ones', async () => {
+    const variants = [{ a: 1 }, { a: 1, b: 'x' }, { a: 1, b: 'x', c: [1] }, { b: 2 }, { a: 1, b: 'y' }, {}]
+    await official('shapes').insertMany(
+      Array.from({ length: 60 }, (_, n) => ({ _id: n, ...variants[(n * 7) % variants.length] })),
+    )
+    for (const batchSize of [1, 7, 100]) {
+      const lazy = await rumongo('shapes').findLazy({}, { sort: { _id: 1 }, batchSize })
+      const expected = await official('shapes')
+        .find({}, { sort: { _id: 1 } })
+        .toArray()
+      expectIdentical(lazy, expected)
+      expect(lazy.map((document) => Object.keys(document))).toEqual(expected.map(Object.keys))
+    }
+  })
+
+  it('returns the same value object on every read, before and after many fields were read', async () => {
+    const [document] = await rumongo('typed').findLazy({ index: 0 })
+    const keys = Object.keys(document!)
+    expect(keys.length).toBeGreaterThan(8) // past the sparse cache, into one slot per field
+    const first = keys.map((key) => document![key])
+    const second = keys.map((key) => document![key])
+    second.forEach((value, position) => expect(value).toBe(first[position]))
+  })
+
+  it('keeps a lazy cursor lazy through clone(), with its builder options', async () => {
+    const cursor = rumongo('orders').findCursor({}, { lazy: true }).sort({ n: -1 }).limit(3)
+    const clone = cursor.clone()
+    const expected = await official('orders')
+      .find({}, { sort: { n: -1 }, limit: 3 })
+      .toArray()
+    for (const documents of [await cursor.toArray(), await clone.toArray()]) {
+      expect(documents.every(isLazyDocument)).toBe(true)
+      expectIdentical(documents, expected)
+    }
+  })
+
   it('ignores raw: true (documents are lazy views over raw BSON already)', async () => {
     const [document] = await rumongo('orders').findLazy({ n: 1 }, { raw: true })
     expect(isLazyDocument(document)).toBe(true)

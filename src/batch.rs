@@ -10,6 +10,7 @@ use napi_derive::napi;
 use crate::{
     error::{Error, Result},
     json::{self, JsonFormat},
+    lazy,
     tape::Tape,
 };
 
@@ -19,8 +20,10 @@ use crate::{
 pub enum BatchOutput {
     /// The tape, for the JS decoder (`ts/decode.ts`).
     Tape,
-    /// Nothing: the caller reads raw BSON.
+    /// Nothing: the caller reads raw BSON (framing checked, see `lazy::walk_elements`).
     Raw,
+    /// The field index of lazy documents (see `lazy.rs`).
+    Lazy,
     /// JSON text as relaxed Extended JSON (see `json.rs`).
     RelaxedJson,
     /// JSON text as `JSON.stringify` of the official driver's documents.
@@ -48,6 +51,8 @@ pub struct DocumentBatch {
     /// Documents JS renders into `json` itself: triples of (offset in `json`, offset and length
     /// in `documents`).
     pub json_deferred: Option<Uint32Array>,
+    /// Where each document's fields start, and its shape (see `lazy::index_documents`).
+    pub lazy_index: Option<Uint32Array>,
 }
 
 /// Encodes a server reply's batch on the rayon pool, keeping CPU work off both the JS thread and
@@ -88,61 +93,6 @@ pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<Doc
     )?)
 }
 
-/// Checks the framing of a document handed over as raw BSON (`raw: true`, `findLazy`) as js-bson's
-/// `parseToElements` does: the official driver's reply parser walks the top-level elements of each
-/// document with it, so a document whose element framing is broken fails the read in both drivers,
-/// while broken values (invalid UTF-8, a bad boolean) are left to whoever decodes them. Taped
-/// batches need no check: the tape, or js-bson when it gives up, reads every byte.
-fn check_framing(document: &[u8]) -> Result<()> {
-    let malformed = |message| Err(Error::MalformedBson(message));
-    // Index of the document's terminator (its length prefix and terminator are checked already).
-    let end = document.len() - 1;
-    let null_after = |start: usize| match document.get(start..end) {
-        Some(rest) => rest.iter().position(|&byte| byte == 0).map(|nul| start + nul),
-        None => None,
-    };
-    let size_at = |at: usize| {
-        let bytes = document.get(at..at + 4)?.try_into().ok()?;
-        usize::try_from(i32::from_le_bytes(bytes)).ok()
-    };
-    let mut at = 4;
-    loop {
-        let tag = document[at];
-        at += 1;
-        if tag == 0 {
-            return if at == document.len() {
-                Ok(())
-            } else {
-                malformed("invalid 0x00 type byte")
-            };
-        }
-        let Some(key_end) = null_after(at) else {
-            return malformed("null terminator not found");
-        };
-        at = key_end + 1;
-        let length = match tag {
-            0x01 | 0x09 | 0x11 | 0x12 => Some(8),
-            0x10 => Some(4),
-            0x07 => Some(12),
-            0x13 => Some(16),
-            0x08 => Some(1),
-            0x06 | 0x0A | 0x7F | 0xFF => Some(0),
-            0x0B => null_after(at)
-                .and_then(|pattern_end| null_after(pattern_end + 1))
-                .map(|flags_end| flags_end + 1 - at),
-            0x03 | 0x04 | 0x0F => size_at(at),
-            0x02 | 0x0D | 0x0E => size_at(at).map(|size| size + 4),
-            0x05 => size_at(at).map(|size| size + 5),
-            0x0C => size_at(at).map(|size| size + 16),
-            _ => return malformed("invalid type byte"),
-        };
-        match length {
-            Some(length) if at + length <= end => at += length,
-            _ => return malformed("value reports length larger than document"),
-        }
-    }
-}
-
 /// Copies the documents into one contiguous buffer, then tapes or transcodes them.
 fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBatch> {
     let mut documents = Vec::with_capacity(array.as_bytes().len());
@@ -152,7 +102,7 @@ fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBat
             "a cursor batch holds a value that is not a document",
         ))?;
         if matches!(output, BatchOutput::Raw) {
-            check_framing(document.as_bytes())?;
+            lazy::walk_elements(document.as_bytes(), |_, _| {})?;
         }
         documents.extend_from_slice(document.as_bytes());
         count += 1;
@@ -164,6 +114,13 @@ fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBat
     let json = match output {
         BatchOutput::RelaxedJson => Some(json::transcode(&documents, count as usize, JsonFormat::Relaxed)),
         BatchOutput::PlainJson => Some(json::transcode(&documents, count as usize, JsonFormat::Plain)),
+        _ => None,
+    };
+    let lazy_index = match output {
+        BatchOutput::Lazy => Some(Uint32Array::new(lazy::index_documents(
+            &documents,
+            count as usize,
+        )?)),
         _ => None,
     };
     let shapes = tape.as_ref().map(Tape::shapes_json);
@@ -192,5 +149,6 @@ fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBat
         shapes,
         json,
         json_deferred,
+        lazy_index,
     })
 }

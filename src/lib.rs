@@ -8,6 +8,7 @@ mod cursor;
 mod deadline;
 mod error;
 mod json;
+mod lazy;
 mod options;
 mod tape;
 mod task;

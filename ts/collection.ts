@@ -6,18 +6,18 @@ import type { Document, ObjectId } from 'bson'
 import { describe, resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { AggregationCursor } from './cursor/aggregation_cursor.js'
 import { FindCursor } from './cursor/find_cursor.js'
+import { LazyFindCursor } from './cursor/lazy_cursor.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { createDecoder } from './decode.js'
 import { callNative, MongoInvalidArgumentError } from './errors.js'
 import { findJson, pipeJson, type JsonOptions, type PipeJsonResult } from './json.js'
-import { lazyDocumentFactory, type LazyDocument } from './lazy.js'
+import type { LazyDocument } from './lazy.js'
 import type { NativeCollection } from './native.cjs'
 import {
   checkFilter,
   COUNT_DOCUMENTS,
   DISTINCT,
   ESTIMATED_DOCUMENT_COUNT,
-  FIND,
   resolveOperationOptions,
   type AggregateOptions,
   type CountDocumentsOptions,
@@ -141,12 +141,12 @@ export class Collection<TSchema extends Document = Document> {
     return prefetch === undefined ? cursor : cursor.prefetch(prefetch)
   }
 
-  /** A find over raw batches whose documents come out lazy (findLazy, findCursor `lazy`). */
+  /** A find whose documents come out lazy (findLazy, findCursor `lazy`). */
   #findLazyCursor(filter: Filter<TSchema> | ObjectId, options: FindOptions) {
-    const { bson } = resolveOperationOptions(FIND, options, this.#bsonOptions)
-    const toLazy = lazyDocumentFactory(bson)
-    return this.find(filter, { ...options, raw: true }).map(
-      (raw) => toLazy(raw as unknown as Buffer) as LazyDocument<WithId<TSchema>>,
+    return new LazyFindCursor<LazyDocument<WithId<TSchema>>>(
+      this.#cursorSource(),
+      checkFilter(filter),
+      options,
     )
   }
 

@@ -2,11 +2,15 @@
  * Lazy documents (`collection.findLazy`): each document is a read-only `Proxy` over its bytes in
  * the batch's one raw-BSON buffer. A field is parsed the first time it is read, then cached.
  *
- * - The target of every Proxy is a small `LazyTarget` (batch bytes, offset, decode context, shape
- *   hint, field index); one handler object serves all documents.
- * - The field index is built on the first access with one walk over the element headers. Documents
- *   of the same shape (same keys in the same order) share one key -> position map: the walk only
- *   compares key bytes against the shape seen last at that place, so no key string is created.
+ * - The target of every Proxy is a small `LazyTarget` (batch bytes, offset, decode context, shape,
+ *   element offsets, values read); one handler object serves all documents.
+ * - Top-level documents come indexed: Rust lists every element's offset and numbers each batch's
+ *   shapes (`src/lazy.rs`), so reading a field is a map lookup and an array read, and a document
+ *   costs no JS memory of its own until a field is read.
+ * - Embedded documents are indexed on first access with one walk over their element headers.
+ *   Documents of the same shape (same keys in the same order) share one key -> position map: the
+ *   walk only compares key bytes against the shape seen last at that place, so no key string is
+ *   created.
  * - Embedded documents are lazy views over the same bytes; arrays are materialized (frozen) on first
  *   access, their document elements being lazy views.
  * - Values are exactly js-bson's (the official driver's) for the same BSON options: common types are
@@ -23,6 +27,7 @@ import {
   type ResolvedBSONOptions,
 } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
+import type { DocumentBatch } from './native.cjs'
 
 /**
  * A read-only lazy view of a document of type `T`: reads like `T` (fields, spread, `Object.keys`,
@@ -68,25 +73,32 @@ interface ShapeHint {
   shape: Shape | null
 }
 
-/**
- * A document's field index, built on first access, in one exactly sized array (the smallest
- * layout: 1M indexed documents must fit in the default heap): `[shape, offset of each element's
- * type byte..., each element's decoded value once read (a hole until then)...]`.
- */
-type FieldIndex = unknown[]
-
-const shapeOfIndex = (index: FieldIndex) => index[0] as Shape
-
 const TARGET = Symbol('rumongo.lazyTarget')
 
-/** What a lazy document's Proxy wraps. `util.inspect` formats it (not the Proxy): hence the hook. */
+/**
+ * What a lazy document's Proxy wraps: the smallest layout (1M documents must fit in the default
+ * heap). `util.inspect` formats it (not the Proxy): hence the hook.
+ */
 class LazyTarget {
+  /**
+   * Values read so far: `[position, value, position, value, ...]` while few fields are read (most
+   * lazy reads touch a handful; a full array per wide document would cost ~10x the memory), then
+   * one slot per element (holes until read) once {@link SPARSE_VALUES} fields were read.
+   */
+  values: unknown[] | null = null
+  dense = false
+
   constructor(
     readonly bytes: Buffer,
     readonly start: number,
     readonly context: LazyContext,
-    readonly hint: ShapeHint,
-    public index: FieldIndex | null = null,
+    /** Where an unindexed (embedded) document looks for its shape; null once indexed by Rust. */
+    readonly hint: ShapeHint | null,
+    /** The document's keys, once indexed. */
+    public shape: Shape | null = null,
+    /** `offsets[base + position]`: where element `position` starts (its type byte). */
+    public offsets: ArrayLike<number> | null = null,
+    public base = 0,
   ) {}
 
   /** Node calls it with the Proxy as `this` (and formats the target when the Proxy is top-level). */
@@ -136,9 +148,9 @@ function readOnly(key: PropertyKey): never {
 const handler: ProxyHandler<LazyTarget> = {
   get(target, key, receiver) {
     if (typeof key === 'string') {
-      const index = target.index ?? buildIndex(target)
-      const slot = shapeOfIndex(index).slots.get(key)
-      if (slot !== undefined) return valueAt(target, index, slot)
+      const shape = target.shape ?? buildIndex(target)
+      const slot = shape.slots.get(key)
+      if (slot !== undefined) return valueAt(target, shape, slot)
       if (key === 'toObject') return toObject
     } else if (key === TARGET) {
       return target
@@ -147,20 +159,20 @@ const handler: ProxyHandler<LazyTarget> = {
   },
   has(target, key) {
     if (typeof key === 'string') {
-      const index = target.index ?? buildIndex(target)
-      if (shapeOfIndex(index).slots.has(key) || key === 'toObject') return true
+      const shape = target.shape ?? buildIndex(target)
+      if (shape.slots.has(key) || key === 'toObject') return true
     }
     return key in Object.prototype
   },
   ownKeys(target) {
-    return shapeOfIndex(target.index ?? buildIndex(target)).ownKeys
+    return (target.shape ?? buildIndex(target)).ownKeys
   },
   getOwnPropertyDescriptor(target, key) {
     if (typeof key !== 'string') return undefined
-    const index = target.index ?? buildIndex(target)
-    const slot = shapeOfIndex(index).slots.get(key)
+    const shape = target.shape ?? buildIndex(target)
+    const slot = shape.slots.get(key)
     if (slot === undefined) return undefined
-    return { value: valueAt(target, index, slot), writable: false, enumerable: true, configurable: true }
+    return { value: valueAt(target, shape, slot), writable: false, enumerable: true, configurable: true }
   },
   getPrototypeOf() {
     return Object.prototype
@@ -194,24 +206,27 @@ export function createLazyContext(options: ResolvedBSONOptions): LazyContext {
 }
 
 /**
- * Makes documents of one operation lazy. Each call takes one document's bytes; documents whose
- * views share an ArrayBuffer (one batch) share one Buffer over it.
+ * Turns the batches of one operation into lazy documents. A batch comes with Rust's index
+ * (`lazyIndex`: per document its start, shape number, element count and element offsets); its
+ * documents share its buffer and index, and documents of one shape share one `Shape`.
  * @internal
  */
-export function lazyDocumentFactory(options: ResolvedBSONOptions): (document: Uint8Array) => LazyDocument {
+export function lazyBatchDecoder(options: ResolvedBSONOptions): (batch: DocumentBatch) => LazyDocument[] {
   const context = createLazyContext(options)
-  const root: ShapeHint = { shape: null }
-  let arrayBuffer: ArrayBufferLike | null = null
-  let batch: Buffer | null = null
-  return (document) => {
-    if (document.buffer !== arrayBuffer) {
-      arrayBuffer = document.buffer
-      batch = Buffer.from(arrayBuffer)
+  return ({ documents: bytes, lazyIndex, count }) => {
+    const index = lazyIndex!
+    const shapes: Shape[] = []
+    const documents: LazyDocument[] = new Array(count)
+    let at = 0
+    for (let position = 0; position < count; position++) {
+      const start = index[at]!
+      const elements = index[at + 2]!
+      const shape = (shapes[index[at + 1]!] ??= shapeOf(context, bytes, index, at + 3, elements))
+      const target = new LazyTarget(bytes, start, context, null, shape, index, at + 3)
+      documents[position] = new Proxy(target, handler) as unknown as LazyDocument
+      at += 3 + elements
     }
-    return new Proxy(
-      new LazyTarget(batch!, document.byteOffset, context, root),
-      handler,
-    ) as unknown as LazyDocument
+    return documents
   }
 }
 
@@ -310,8 +325,9 @@ function readString(bytes: Uint8Array, start: number, end: number, validate: boo
 const scratch: number[] = []
 
 /** Walks the document's element headers once: offsets, and its shape (shared when it repeats). */
-function buildIndex(target: LazyTarget): FieldIndex {
-  const { bytes, start, hint } = target
+function buildIndex(target: LazyTarget): Shape {
+  const { bytes, start } = target
+  const hint = target.hint!
   const size = int32At(bytes, start)
   const end = start + size - 1
   if (size < 5 || end >= bytes.length || bytes[end] !== 0) throw new BSONError('corrupt object bson')
@@ -346,30 +362,29 @@ function buildIndex(target: LazyTarget): FieldIndex {
   }
   if (at !== end) throw new BSONError('corrupt object bson')
   const shape =
-    matching && k === expected!.length ? candidate! : shapeOf(target.context, bytes, offsets, count, end)
+    matching && k === expected!.length ? candidate! : shapeOf(target.context, bytes, offsets, 0, count)
   hint.shape = shape
-  const index: FieldIndex = new Array(1 + 2 * count)
-  index[0] = shape
-  for (let position = 0; position < count; position++) index[1 + position] = offsets[position]
-  target.index = index
-  return index
+  target.shape = shape
+  target.offsets = offsets.slice(0, count)
+  return shape
 }
 
 const MAX_SHAPES = 10_000
 const ARRAY_INDEX = /^(?:0|[1-9]\d*)$/
 
+/** The shape of the `count` elements at `offsets[base...]` (framing already checked). */
 function shapeOf(
   context: LazyContext,
   bytes: Uint8Array,
-  offsets: number[],
+  offsets: ArrayLike<number>,
+  base: number,
   count: number,
-  end: number,
 ): Shape {
   const keys: string[] = []
   const keyLengths = new Int32Array(count)
   for (let position = 0; position < count; position++) {
-    const keyAt = offsets[position]! + 1
-    const keyEnd = skipCString(bytes, keyAt, end) - 1
+    const keyAt = offsets[base + position]! + 1
+    const keyEnd = skipCString(bytes, keyAt, bytes.length) - 1
     keyLengths[position] = keyEnd - keyAt
     keys.push(utf8Slice(bytes, keyAt, keyEnd))
   }
@@ -406,16 +421,37 @@ function shapeOf(
   return shape
 }
 
+/** How many values a document keeps as `[position, value]` pairs before one slot per element. */
+const SPARSE_VALUES = 8
+
 /** The value of the element at `position`, decoded once. */
-function valueAt(target: LazyTarget, index: FieldIndex, position: number): unknown {
-  const count = (index.length - 1) / 2
-  const cached = index[1 + count + position]
-  if (cached !== undefined) return cached
-  const shape = shapeOfIndex(index)
-  const at = index[1 + position] as number
+function valueAt(target: LazyTarget, shape: Shape, position: number): unknown {
+  const values = target.values
+  if (values !== null) {
+    if (target.dense) {
+      const cached = values[position]
+      if (cached !== undefined) return cached
+    } else {
+      for (let pair = 0; pair < values.length; pair += 2)
+        if (values[pair] === position) return values[pair + 1]
+    }
+  }
+  const at = target.offsets![target.base + position]!
   const hint = (shape.children[position] ??= { shape: null })
   const value = decodeValue(target.bytes, target.context, at, at + 2 + shape.keyLengths[position]!, hint)
-  index[1 + count + position] = value
+  if (values === null) {
+    target.values = [position, value]
+  } else if (target.dense) {
+    values[position] = value
+  } else if (values.length < 2 * SPARSE_VALUES) {
+    values.push(position, value)
+  } else {
+    const dense: unknown[] = new Array(shape.keyLengths.length)
+    for (let pair = 0; pair < values.length; pair += 2) dense[values[pair] as number] = values[pair + 1]
+    dense[position] = value
+    target.values = dense
+    target.dense = true
+  }
   return value
 }
 
@@ -442,7 +478,7 @@ function decodeValue(
     case 0x03: {
       const target = new LazyTarget(bytes, at, context, hint)
       // js-bson turns a document whose `$` keys are all $ref/$id/$db into a DBRef when it fits.
-      if (shapeOfIndex(target.index ?? buildIndex(target)).possibleDBRef) {
+      if ((target.shape ?? buildIndex(target)).possibleDBRef) {
         return viaJsBson(bytes, context, typeAt, at)
       }
       return new Proxy(target, handler)

@@ -43,8 +43,14 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     return { cursor, bsonOptions: bson }
   }
 
+  /** A new, unstarted cursor of the same kind (lazy cursors stay lazy) with the same query. */
   override clone(): FindCursor<TSchema> {
-    return new FindCursor<TSchema>(this.source, this.#filter, this.#options)
+    const Kind = this.constructor as new (
+      source: CursorSource,
+      filter: Document,
+      options: FindOptions,
+    ) => FindCursor<TSchema>
+    return new Kind(this.source, this.#filter, this.#options)
   }
 
   override map<T>(transform: (document: TSchema) => T): FindCursor<T> {
