@@ -443,6 +443,9 @@ function valueAt(target: LazyTarget, shape: Shape, position: number): unknown {
     target.values = [position, value]
   } else if (target.dense) {
     values[position] = value
+  } else if (values.length === 2) {
+    // Exactly sized: push() would reserve room for 8 more pairs in every document read twice.
+    target.values = [values[0], values[1], position, value]
   } else if (values.length < 2 * SPARSE_VALUES) {
     values.push(position, value)
   } else {

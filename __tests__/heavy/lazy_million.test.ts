@@ -6,7 +6,7 @@ import { MongoClient } from 'rumongo'
 import { startReplay } from '../../scripts/replay.mjs'
 
 const COUNT = 1_000_000
-/** Heap used while all 1M documents are held and two fields of each were read (measured 293-345 MB). */
+/** Heap used while all 1M documents are held and two fields of each were read (measured ~250 MB). */
 const HEAP_LIMIT_MB = 512
 
 let server: { uri: string; stop(): Promise<void> }
