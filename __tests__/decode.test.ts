@@ -136,6 +136,32 @@ describe('batch decoding', () => {
     )
   })
 
+  it('decodes strings on both sides of the one-byte (Latin-1) boundary, alone and mixed', () => {
+    const texts = [
+      '\u0080',
+      'é',
+      'ÿ',
+      'déjà vu ÿ',
+      '\u0100',
+      'Ā and é',
+      '日本',
+      '🎉',
+      'a\u0000b',
+      'x'.repeat(300),
+    ]
+    const documents = texts.map((text, n) => ({
+      n,
+      text,
+      list: [text, 'ascii', text + '🎉'],
+      nested: { text },
+    }))
+    const batch = encodeAsServerBatch(documents)
+    expect(batch.slots).toBeInstanceOf(Float64Array)
+    const decoded = createDecoder(DEFAULT_BSON_OPTIONS).decodeBatch(batch)
+    expectIdentical(decoded, officialDecode(documents, DEFAULT_BSON_OPTIONS))
+    expect(decoded.map((document: Document) => document.text)).toEqual(texts)
+  })
+
   it('rejects invalid UTF-8 by default and decodes it when validation is off', () => {
     const bytes = Buffer.from(BSON.serialize({ batch: [{ s: 'abc' }] }))
     bytes[bytes.indexOf('abc')] = 0xff

@@ -53,8 +53,8 @@ type Builder = (reader: TapeReader) => Document
 class TapeReader {
   position = 0
   readonly slots: Float64Array
-  readonly ascii: string
-  readonly utf8: string
+  readonly latin1: string
+  readonly utf16: string
   readonly bson: Buffer
   readonly extras: Buffer
   readonly builders: Builder[]
@@ -62,8 +62,8 @@ class TapeReader {
 
   constructor(batch: Required<DocumentBatch>, builders: Builder[], options: DecoderOptions) {
     this.slots = batch.slots
-    this.ascii = batch.ascii.length > 0 ? batch.ascii.toString('latin1') : ''
-    this.utf8 = batch.utf8.length > 0 ? batch.utf8.toString('utf8') : ''
+    this.latin1 = batch.latin1.length > 0 ? batch.latin1.toString('latin1') : ''
+    this.utf16 = batch.utf16.length > 0 ? batch.utf16.toString('utf16le') : ''
     this.bson = batch.documents
     this.extras = batch.extras
     this.builders = builders
@@ -78,7 +78,7 @@ class TapeReader {
     const start = this.slots[this.position]!
     const end = this.slots[this.position + 1]!
     this.position += 2
-    return start >= 0 ? this.ascii.slice(start, end) : this.utf8.slice(-start - 1, end)
+    return start >= 0 ? this.latin1.slice(start, end) : this.utf16.slice(-start - 1, end)
   }
 
   objectId(): ObjectId {
@@ -193,7 +193,7 @@ interface DecoderOptions {
 
 /**
  * The JS expression that reads one field of type `tag` inside a generated builder, where `r` is the
- * TapeReader, `s` its slots, `A` / `U` its ASCII / UTF-8 texts and `p` the position in a local
+ * TapeReader, `s` its slots, `A` / `U` its Latin-1 / UTF-16 texts and `p` the position in a local
  * (kept out of the reader while plain values are read; written back around nested reads).
  */
 function fieldExpression(tag: Tag, options: DecoderOptions): string {
@@ -239,7 +239,7 @@ function builderFor(shape: Shape, options: DecoderOptions, variant: string): Bui
       return `${property}: ${fieldExpression(shape.t[index]!, options)}`
     })
     const body = [
-      'const s = r.slots, A = r.ascii, U = r.utf8',
+      'const s = r.slots, A = r.latin1, U = r.utf16',
       'let p = r.position, a, b, v',
       `const o = { ${fields.join(', ')} }`,
       'r.position = p',
