@@ -27,7 +27,9 @@ const DELAY_RESOLUTION_MS = 10
 /** Runs the cell's queries once (all `concurrency` of them at once) and measures that run. */
 async function measureRun(session, cell) {
   const queries = Array.from({ length: cell.workload.concurrency }, () => cell.query)
-  globalThis.gc?.() // the previous run's garbage is not this run's cost
+  // No forced gc() between runs: V8 runs slower for a while after a full collection (+1.3 ms on a
+  // 1k-document find here, for every library), and a collection outside the timed window would
+  // hide the GC cost of the libraries that allocate the most. Runs pay their GC as a server does.
   const delay = monitorEventLoopDelay({ resolution: DELAY_RESOLUTION_MS })
   delay.enable()
   const loopBefore = performance.eventLoopUtilization()
