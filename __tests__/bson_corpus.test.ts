@@ -18,16 +18,12 @@
 // To add a decode path, add one line to DIRECT_DECODERS below: it then runs every case, valid and
 // invalid. The JSON output (findJson) is checked the same way against JSON.stringify /
 // EJSON.stringify of js-bson's decode, below the decoders.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EJSON } from 'bson'
 import { BSON, MongoClient as OfficialClient, type Document } from 'mongodb'
 import { BSONError, isLazyDocument, MongoClient, MongoError, type LazyDocument } from 'rumongo'
-// @ts-expect-error: a plain ESM script without types
-import { startReplay } from '../scripts/replay.mjs'
 import {
   corpusDecodeErrors,
   corpusValidCases,
@@ -36,6 +32,7 @@ import {
   type CorpusValidCase,
 } from './setup/bson_corpus.js'
 import { BSON_OPTION_CASES, expectIdentical, officialDeserializeOptions } from './setup/helpers.js'
+import { serveDocuments, type ServedReplay } from './setup/replay.js'
 
 // Internal entry points of the built package: the native batch encoder and the decoders.
 const require = createRequire(import.meta.url)
@@ -221,32 +218,26 @@ describe('JSON output (findJson / pipeJson) of the corpus', () => {
 })
 
 describe('through a find served by the replay server', () => {
-  let server: { uri: string; stop(): Promise<void> }
+  let server: ServedReplay
   let client: MongoClient
-  let dir: string
   /** Collection name per case: `valid` holds all valid cases, `e<N>` one broken document each. */
   const collectionOf = new Map<CorpusDecodeError, string>()
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'rumongo-corpus-'))
-    const load: Record<string, string> = {}
-    const write = (name: string, bytes: Buffer) => {
-      load[name] = join(dir, `${name}.bson`)
-      writeFileSync(load[name]!, bytes)
+    const collections: Record<string, Uint8Array[]> = {
+      valid: VALID.map((valid: CorpusValidCase) => valid.bson),
     }
-    write('valid', Buffer.concat(VALID.map((valid: CorpusValidCase) => valid.bson)))
     WELL_FRAMED_ERRORS.forEach((error, index) => {
       collectionOf.set(error, `e${index}`)
-      write(`e${index}`, error.bson)
+      collections[`e${index}`] = [error.bson]
     })
-    server = await startReplay({ docs: 10, load })
+    server = await serveDocuments(collections)
     client = await MongoClient.connect(server.uri)
   }, 600_000)
 
   afterAll(async () => {
     await client?.close()
     await server?.stop()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   it('valid cases: find, findLazy and raw equal js-bson', async () => {

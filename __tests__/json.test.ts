@@ -1,22 +1,18 @@
 // findJson / pipeJson: JSON text transcoded in Rust, byte for byte what JavaScript gives for the
 // official driver's documents (EJSON.stringify relaxed, or JSON.stringify), streamed with backpressure.
 import { once } from 'node:events'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, get, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EJSON } from 'bson'
 import { BSON, Long, MongoClient as OfficialClient, type Document } from 'mongodb'
 import { MongoClient, MongoInvalidArgumentError, type Collection, type JsonFormat } from 'rumongo'
-// @ts-expect-error: a plain ESM script without types
-import { startReplay } from '../scripts/replay.mjs'
 import { typedDocuments } from './setup/data.js'
 import { randomDocuments } from './setup/random_documents.js'
 import { connectBoth, uniqueDbName, type Drivers } from './setup/helpers.js'
+import { serveDocuments, type ServedReplay } from './setup/replay.js'
 
 /** What JavaScript gives for the official driver's documents in each format. */
 const stringify: Record<JsonFormat, (documents: Document[]) => string> = {
@@ -172,12 +168,7 @@ describe('pipeJson into a real HTTP response', () => {
 })
 
 describe('JSON from arbitrary BSON (replay server serving files)', () => {
-  interface Replay {
-    uri: string
-    stop(): Promise<void>
-  }
-  let server: Replay
-  let dir: string
+  let server: ServedReplay
   let client: MongoClient
   let official: OfficialClient
   let renderable: Document[]
@@ -194,7 +185,6 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
   }
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'rumongo-json-'))
     // Every BSON type and nesting depth; documents the official EJSON.stringify itself cannot render
     // (a regex flag JS has no ExtendedJSON for) are left out: there is no reference to compare with.
     renderable = randomDocuments(7, 1500).filter((document) => {
@@ -206,27 +196,24 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
         return false
       }
     })
-    const files = {
-      random: renderable.map((document) => BSON.serialize(document)),
-      // Over 1 MiB in one getMore: the transcoder splits it across threads, deferred documents too.
-      randomRepeated: Array.from({ length: 6 }, () =>
-        renderable.map((document) => BSON.serialize(document)),
-      ).flat(),
-      deep: [BSON.serialize(nested(150)), BSON.serialize({ shallow: 1 })],
-      controls: [
-        BSON.serialize({
-          [`key ${CONTROL_CHARACTERS.slice(1)}`]: CONTROL_CHARACTERS,
-          list: [CONTROL_CHARACTERS],
-        }),
-      ],
-      invalid: [BSON.serialize({ before: 1 }), invalidUtf8Document(), BSON.serialize({ after: 1 })],
-    }
-    const load: Record<string, string> = {}
-    for (const [name, documents] of Object.entries(files)) {
-      load[name] = join(dir, `${name}.bson`)
-      writeFileSync(load[name], Buffer.concat(documents.map((bytes) => Buffer.from(bytes))))
-    }
-    server = await startReplay({ docs: 20_000, load })
+    server = await serveDocuments(
+      {
+        random: renderable.map((document) => BSON.serialize(document)),
+        // Over 1 MiB in one getMore: the transcoder splits it across threads, deferred documents too.
+        randomRepeated: Array.from({ length: 6 }, () =>
+          renderable.map((document) => BSON.serialize(document)),
+        ).flat(),
+        deep: [BSON.serialize(nested(150)), BSON.serialize({ shallow: 1 })],
+        controls: [
+          BSON.serialize({
+            [`key ${CONTROL_CHARACTERS.slice(1)}`]: CONTROL_CHARACTERS,
+            list: [CONTROL_CHARACTERS],
+          }),
+        ],
+        invalid: [BSON.serialize({ before: 1 }), invalidUtf8Document(), BSON.serialize({ after: 1 })],
+      },
+      { docs: 20_000 },
+    )
     client = await MongoClient.connect(server.uri)
     official = await OfficialClient.connect(server.uri)
   }, 600_000)
@@ -234,7 +221,6 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
   afterAll(async () => {
     await Promise.all([client?.close(), official?.close()])
     await server?.stop()
-    rmSync(dir, { recursive: true, force: true })
   })
 
   const bench = (name: string) => client.db('bench').collection(name) as Collection

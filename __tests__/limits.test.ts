@@ -1,18 +1,14 @@
 // Extreme but valid input through every read path: 10,000 levels of nesting (which the native
 // stack must survive: the tape hands anything deeper than 100 levels to js-bson), a 15 MB string,
 // and a document of the maximum BSON size (16 MiB). Decoded exactly, or a clear error; never a crash.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { EJSON } from 'bson'
 import { BSON, MongoClient as OfficialClient, type Document } from 'mongodb'
 import { MongoClient, MongoRuntimeError, type LazyDocument } from 'rumongo'
-// @ts-expect-error: a plain ESM script without types
-import { startReplay } from '../scripts/replay.mjs'
 import { rawBatch } from './setup/bson_corpus.js'
 import { expectIdentical, uniqueDbName, uri } from './setup/helpers.js'
+import { serveDocuments, type ServedReplay } from './setup/replay.js'
 
 const require = createRequire(import.meta.url)
 const { encodeTestBatch } = require('../dist/native.cjs')
@@ -103,25 +99,20 @@ describe('10,000 levels of nesting', () => {
   })
 
   describe('through a find served by the replay server', () => {
-    let server: { uri: string; stop(): Promise<void> }
+    let server: ServedReplay
     let client: MongoClient
-    let dir: string
 
     beforeAll(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'rumongo-deep-'))
-      const load: Record<string, string> = {}
-      for (const nesting of ['documents', 'arrays'] as const) {
-        load[nesting] = join(dir, `${nesting}.bson`)
-        writeFileSync(load[nesting]!, nested(DEPTH, nesting))
-      }
-      server = await startReplay({ docs: 10, load })
+      server = await serveDocuments({
+        documents: [nested(DEPTH, 'documents')],
+        arrays: [nested(DEPTH, 'arrays')],
+      })
       client = await MongoClient.connect(server.uri)
     }, 600_000)
 
     afterAll(async () => {
       await client?.close()
       await server?.stop()
-      rmSync(dir, { recursive: true, force: true })
     })
 
     it.each(['documents', 'arrays'] as const)('of %s: find, raw and findLazy', async (nesting) => {
