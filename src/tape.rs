@@ -285,22 +285,23 @@ impl Tape {
             return Err(NotTapeable);
         }
         let text = &bytes[begin..begin + size - 1];
-        let offset = self.latin1.len();
-        if text.is_ascii() {
+        let (from, to) = if text.is_ascii() {
+            let from = self.latin1.len();
             self.latin1.extend_from_slice(text);
+            (from as f64, self.latin1.len() as f64)
         } else {
             let text = std::str::from_utf8(text).map_err(|_| NotTapeable)?;
             if text.chars().all(|char| u32::from(char) <= 0xFF) {
+                let from = self.latin1.len();
                 self.latin1.extend(text.chars().map(|char| u32::from(char) as u8));
+                (from as f64, self.latin1.len() as f64)
             } else {
-                let offset = self.utf16.len() / 2;
+                let from = self.utf16.len() / 2;
                 self.utf16.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
-                self.slots
-                    .extend([-(offset as f64) - 1.0, (self.utf16.len() / 2) as f64]);
-                return Ok(begin + size);
+                (-(from as f64) - 1.0, (self.utf16.len() / 2) as f64)
             }
-        }
-        self.slots.extend([offset as f64, self.latin1.len() as f64]);
+        };
+        self.slots.extend([from, to]);
         Ok(begin + size)
     }
 
