@@ -126,6 +126,17 @@ describe('findJson and pipeJson arguments', () => {
       code: 'ERR_INVALID_ARGUMENT',
     })
     await expect(ours('many').pipeJson({}, {}, {} as never)).rejects.toThrow(/needs a Writable/)
+    // A destination given bad options is not left open (an HTTP client would wait forever).
+    for (const [filter, options] of [
+      [{}, { format: 'xml' }],
+      ['nope', {}],
+    ] as const) {
+      const destination = new Writable({ write: (_chunk, _encoding, done) => done() })
+      await expect(ours('many').pipeJson(filter as never, options as never, destination)).rejects.toThrow(
+        MongoInvalidArgumentError,
+      )
+      expect(destination.destroyed).toBe(true)
+    }
   })
 })
 
@@ -184,6 +195,15 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
     return bytes
   }
 
+  /** BSON of `document` with every key named `from` renamed `to` (same length): repeated keys. */
+  function renamedKeys(document: Document, from: string, to: string): Buffer {
+    const bytes = Buffer.from(BSON.serialize(document))
+    for (let at = bytes.indexOf(`${from}\0`); at !== -1; at = bytes.indexOf(`${from}\0`, at)) {
+      bytes.write(to, at)
+    }
+    return bytes
+  }
+
   beforeAll(async () => {
     // Every BSON type and nesting depth; documents the official EJSON.stringify itself cannot render
     // (a regex flag JS has no ExtendedJSON for) are left out: there is no reference to compare with.
@@ -211,6 +231,20 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
           }),
         ],
         invalid: [BSON.serialize({ before: 1 }), invalidUtf8Document(), BSON.serialize({ after: 1 })],
+        // Same-shaped documents, then repeated keys at the top level and inside a nested document.
+        repeatedKeys: [
+          ...Array.from({ length: 3 }, (_, n) => BSON.serialize({ k1: n, inner: { z1: 'a', z2: 'b' }, k2: n })),
+          renamedKeys({ k1: 1, inner: { z1: 'a', z2: 'b' }, k2: 2 }, 'k2', 'k1'),
+          renamedKeys({ k1: 1, inner: { z1: 'a', z2: 'b' }, k2: 2 }, 'z2', 'z1'),
+          renamedKeys({ k1: 1, list: [{ z1: 1, z2: 2 }], k2: 2 }, 'z2', 'z1'),
+          renamedKeys(Object.fromEntries(Array.from({ length: 40 }, (_, n) => [`f${n + 10}`, n])), 'f49', 'f10'),
+          BSON.serialize({ k1: 5, inner: { z1: 'a', z2: 'b' }, k2: 5 }),
+        ],
+        bsontypeKeys: [
+          BSON.serialize({ n: 1 }),
+          // js-bson refuses to serialize such an object: rename a key in its bytes instead.
+          renamedKeys({ n: 2, inner: { Xbsontype: 'ObjectId', id: 'x' } }, 'Xbsontype', '_bsontype'),
+        ],
       },
       { docs: 20_000 },
     )
@@ -259,6 +293,33 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
     expect((await bench('deep').findJson({}, { format })).toString()).toBe(
       stringify[format](await reference('deep')),
     )
+  })
+
+  it.each(FORMATS)('renders a repeated key as JS holds it: once, last value, first place (%s)', async (format) => {
+    const official = await reference('repeatedKeys')
+    expect(official[3]).toEqual({ k1: 2, inner: { z1: 'a', z2: 'b' } })
+    expect(Object.keys(official[3])).toEqual(['k1', 'inner'])
+    // The document paths hold them the same way.
+    for (const documents of [await bench('repeatedKeys').find({}), await bench('repeatedKeys').findLazy({})]) {
+      expect(JSON.stringify(documents)).toBe(JSON.stringify(official))
+    }
+    expect((await bench('repeatedKeys').findJson({}, { format })).toString()).toBe(stringify[format](official))
+  })
+
+  it('fields named _bsontype: JSON.stringify text, or the official EJSON.stringify error', async () => {
+    const official = await reference('bsontypeKeys')
+    expect((await bench('bsontypeKeys').findJson({}, { format: 'plain' })).toString()).toBe(
+      JSON.stringify(official),
+    )
+    const ejsonError = (() => {
+      try {
+        return stringify.relaxed(official)
+      } catch (error) {
+        return error as Error
+      }
+    })()
+    expect(ejsonError).toBeInstanceOf(Error)
+    await expect(bench('bsontypeKeys').findJson({})).rejects.toThrow((ejsonError as Error).message)
   })
 
   it('invalid UTF-8: the official error by default, its replacement text without validation', async () => {

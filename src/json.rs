@@ -103,6 +103,7 @@ fn transcode_documents(bson: &[u8], documents: &[(usize, usize)], format: JsonFo
         format,
         floats: ryu_js::Buffer::new(),
         integers: itoa::Buffer::new(),
+        keys: KeySets::default(),
     };
     let mut deferred = Vec::new();
     for (index, &(offset, length)) in documents.iter().enumerate() {
@@ -148,22 +149,31 @@ struct Writer {
     format: JsonFormat,
     floats: ryu_js::Buffer,
     integers: itoa::Buffer,
+    keys: KeySets,
 }
 
 impl Writer {
     fn document(&mut self, document: &[u8], depth: usize) -> Step {
         self.out.push(b'{');
+        let keys = self.keys.open(depth);
         let mut position = 4;
         loop {
             let tag = *document.get(position).ok_or(Deferred)?;
             if tag == 0 {
+                self.keys.close(keys, depth)?;
                 return self.close(b'}', position, document);
             }
             let key_end = cstring_end(document, position + 1)?;
             let key = &document[position + 1..key_end];
-            if key.first() == Some(&b'$') || is_array_index(key) {
+            // EJSON.stringify refuses any object with a `_bsontype` field (it takes it for a BSON
+            // value of another library version): js-bson's rendering gives the same error.
+            if key.first() == Some(&b'$')
+                || is_array_index(key)
+                || (self.format == JsonFormat::Relaxed && key == b"_bsontype")
+            {
                 return Err(Deferred);
             }
+            self.keys.add(key);
             if position > 4 {
                 self.out.push(b',');
             }
@@ -523,6 +533,82 @@ impl Writer {
         }
         self.out.extend_from_slice(digits.as_bytes());
     }
+}
+
+/// Finds documents with a repeated key, which JS objects hold once (the last value at the first
+/// position): such documents are deferred. Each document's keys are hashed; a document whose key
+/// hashes equal the last duplicate-free document's at its depth needs no check, so a batch of
+/// same-shaped documents costs one comparison per key. A hash collision only defers a document.
+#[derive(Default)]
+struct KeySets {
+    /// The key hashes of the documents being written, innermost last.
+    hashes: Vec<u64>,
+    /// Per depth (the first few), the key hashes of the last duplicate-free document.
+    known: Vec<Vec<u64>>,
+    sorted: Vec<u64>,
+}
+
+/// Depths whose last key set is remembered; deeper documents are always checked.
+const KNOWN_KEY_DEPTHS: usize = 8;
+
+impl KeySets {
+    /// Starts a document; returns where its hashes begin.
+    fn open(&mut self, depth: usize) -> usize {
+        if depth == 0 {
+            // A deferred document may have left its hashes behind.
+            self.hashes.clear();
+        }
+        self.hashes.len()
+    }
+
+    fn add(&mut self, key: &[u8]) {
+        self.hashes.push(key_hash(key));
+    }
+
+    /// Ends the document whose hashes begin at `start`: deferred if a key repeats.
+    fn close(&mut self, start: usize, depth: usize) -> Step {
+        let hashes = &self.hashes[start..];
+        let known = self.known.get(depth).is_some_and(|known| known == hashes);
+        if !known {
+            if has_repeat(hashes, &mut self.sorted) {
+                return Err(Deferred);
+            }
+            if depth < KNOWN_KEY_DEPTHS {
+                self.known.resize_with(self.known.len().max(depth + 1), Vec::new);
+                self.known[depth].clear();
+                self.known[depth].extend_from_slice(hashes);
+            }
+        }
+        self.hashes.truncate(start);
+        Ok(())
+    }
+}
+
+fn has_repeat(hashes: &[u64], sorted: &mut Vec<u64>) -> bool {
+    if hashes.len() <= 16 {
+        return hashes
+            .iter()
+            .enumerate()
+            .any(|(index, hash)| hashes[index + 1..].contains(hash));
+    }
+    sorted.clear();
+    sorted.extend_from_slice(hashes);
+    sorted.sort_unstable();
+    sorted.windows(2).any(|pair| pair[0] == pair[1])
+}
+
+/// A 64-bit hash of a key, eight bytes at a time.
+fn key_hash(key: &[u8]) -> u64 {
+    const MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
+    let mut hash = key.len() as u64;
+    let mut words = key.chunks_exact(8);
+    for word in &mut words {
+        let word = u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes"));
+        hash = (hash.rotate_left(5) ^ word).wrapping_mul(MULTIPLIER);
+    }
+    let mut last = [0u8; 8];
+    last[..words.remainder().len()].copy_from_slice(words.remainder());
+    (hash.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(MULTIPLIER)
 }
 
 /// Escape per byte: 0 for none, `u` for `\u00XX`, else the letter after the backslash.

@@ -171,7 +171,7 @@ export class Collection<TSchema extends Document = Document> {
     options: JsonOptions,
     destination: NodeJS.WritableStream,
   ): Promise<PipeJsonResult> {
-    return pipeJson(this.#cursorSource(), checkFilter(filter), options ?? {}, destination)
+    return pipeJson(this.#cursorSource(), () => checkFilter(filter), options ?? {}, destination)
   }
 
   /**

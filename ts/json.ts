@@ -3,6 +3,7 @@
  * `Collection.findJson` (a Buffer) and `Collection.pipeJson` (streamed into a Writable).
  * @module
  */
+import type { Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { BSON, EJSON, type Document } from 'bson'
 import { DEFAULT_BSON_OPTIONS, describe, type ResolvedBSONOptions } from './bson.js'
@@ -164,17 +165,25 @@ export async function findJson(
   return Buffer.concat(parts)
 }
 
-/** @internal `Collection.pipeJson`. */
+/** @internal `Collection.pipeJson`; `checkedFilter` throws on a bad filter. */
 export async function pipeJson(
   source: CursorSource,
-  filter: Document,
+  checkedFilter: () => Document,
   options: JsonOptions,
   destination: NodeJS.WritableStream,
 ): Promise<PipeJsonResult> {
   if (typeof destination?.write !== 'function' || typeof destination.on !== 'function') {
     throw new MongoInvalidArgumentError(`pipeJson needs a Writable stream, got ${describe(destination)}`)
   }
-  const cursor = new JsonCursor(source, filter, options)
+  let cursor: JsonCursor
+  try {
+    cursor = new JsonCursor(source, checkedFilter(), options)
+  } catch (error) {
+    // A bad filter or options fail like a failed query: a response left open would keep its client waiting.
+    // Destroyed without the error, which would be an unhandled 'error' event on `destination`.
+    ;(destination as Partial<Writable>).destroy?.()
+    throw error
+  }
   const written: PipeJsonResult = { count: 0, bytes: 0 }
   // pipeline() honours backpressure, ends the destination, and on an error or a destination closed
   // early (a client that went away) destroys both ends; the generator's return closes the cursor.
