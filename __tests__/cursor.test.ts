@@ -256,10 +256,66 @@ describe('findCursor read-ahead (replay server, which counts getMores and open c
     },
   )
 
+  it('closing the client kills its open cursors on the server', async () => {
+    const before = await status()
+    const other = await MongoClient.connect(server.uri)
+    const cursors = [0, 1, 2].map(() =>
+      other.db('bench').collection('wide45').findCursor({}, { batchSize: 50, prefetch: 1 }),
+    )
+    for (const cursor of cursors) await cursor.next()
+    expect((await status()).open - before.open).toBe(3)
+    await other.close()
+    expect(await settled(async () => (await status()).open, before.open)).toBe(before.open)
+  })
+
   it('an early break leaves no open cursor on the server', async () => {
     const before = await status()
     let read = 0
     for await (const _ of wide().findCursor({}, { batchSize: 50, prefetch: 2 })) if (++read === 120) break
     expect(await settled(async () => (await status()).open, before.open)).toBe(before.open)
   })
+})
+
+describe('findCursor memory with a slow consumer', () => {
+  it('streams 400,000 documents (~300 MB of BSON) in a small heap and a bounded RSS', async () => {
+    const server = await startReplay({ docs: 400_000 })
+    try {
+      // A Writable that takes one document per turn of the event loop: the stream must wait for it.
+      const script = `
+        const { Writable } = require('node:stream')
+        const { pipeline } = require('node:stream/promises')
+        const { MongoClient } = require('rumongo')
+        ;(async () => {
+          const client = await MongoClient.connect(process.env.REPLAY_URI)
+          let count = 0
+          const slow = new Writable({
+            objectMode: true,
+            highWaterMark: 16,
+            write(document, _encoding, done) {
+              count++
+              setImmediate(done)
+            },
+          })
+          await pipeline(client.db('bench').collection('wide45').findCursor({}).stream(), slow)
+          await client.close()
+          console.log(JSON.stringify({ count, maxRssMB: process.resourceUsage().maxRSS / 1024 }))
+        })()`
+      const root = fileURLToPath(new URL('..', import.meta.url))
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        ['--max-old-space-size=64', '-e', script],
+        {
+          cwd: root,
+          env: { ...process.env, REPLAY_URI: server.uri },
+          timeout: 120_000,
+        },
+      )
+      const { count, maxRssMB } = JSON.parse(stdout)
+      expect(count).toBe(400_000)
+      // Reading it all into memory would take the BSON alone (~300 MB) and crash the 64 MB heap.
+      expect(maxRssMB).toBeLessThan(250)
+    } finally {
+      await server.stop()
+    }
+  }, 180_000)
 })
