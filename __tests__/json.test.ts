@@ -233,11 +233,17 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
         invalid: [BSON.serialize({ before: 1 }), invalidUtf8Document(), BSON.serialize({ after: 1 })],
         // Same-shaped documents, then repeated keys at the top level and inside a nested document.
         repeatedKeys: [
-          ...Array.from({ length: 3 }, (_, n) => BSON.serialize({ k1: n, inner: { z1: 'a', z2: 'b' }, k2: n })),
+          ...Array.from({ length: 3 }, (_, n) =>
+            BSON.serialize({ k1: n, inner: { z1: 'a', z2: 'b' }, k2: n }),
+          ),
           renamedKeys({ k1: 1, inner: { z1: 'a', z2: 'b' }, k2: 2 }, 'k2', 'k1'),
           renamedKeys({ k1: 1, inner: { z1: 'a', z2: 'b' }, k2: 2 }, 'z2', 'z1'),
           renamedKeys({ k1: 1, list: [{ z1: 1, z2: 2 }], k2: 2 }, 'z2', 'z1'),
-          renamedKeys(Object.fromEntries(Array.from({ length: 40 }, (_, n) => [`f${n + 10}`, n])), 'f49', 'f10'),
+          renamedKeys(
+            Object.fromEntries(Array.from({ length: 40 }, (_, n) => [`f${n + 10}`, n])),
+            'f49',
+            'f10',
+          ),
           BSON.serialize({ k1: 5, inner: { z1: 'a', z2: 'b' }, k2: 5 }),
         ],
         bsontypeKeys: [
@@ -295,16 +301,24 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
     )
   })
 
-  it.each(FORMATS)('renders a repeated key as JS holds it: once, last value, first place (%s)', async (format) => {
-    const official = await reference('repeatedKeys')
-    expect(official[3]).toEqual({ k1: 2, inner: { z1: 'a', z2: 'b' } })
-    expect(Object.keys(official[3])).toEqual(['k1', 'inner'])
-    // The document paths hold them the same way.
-    for (const documents of [await bench('repeatedKeys').find({}), await bench('repeatedKeys').findLazy({})]) {
-      expect(JSON.stringify(documents)).toBe(JSON.stringify(official))
-    }
-    expect((await bench('repeatedKeys').findJson({}, { format })).toString()).toBe(stringify[format](official))
-  })
+  it.each(FORMATS)(
+    'renders a repeated key as JS holds it: once, last value, first place (%s)',
+    async (format) => {
+      const official = await reference('repeatedKeys')
+      expect(official[3]).toEqual({ k1: 2, inner: { z1: 'a', z2: 'b' } })
+      expect(Object.keys(official[3])).toEqual(['k1', 'inner'])
+      // The document paths hold them the same way.
+      for (const documents of [
+        await bench('repeatedKeys').find({}),
+        await bench('repeatedKeys').findLazy({}),
+      ]) {
+        expect(JSON.stringify(documents)).toBe(JSON.stringify(official))
+      }
+      expect((await bench('repeatedKeys').findJson({}, { format })).toString()).toBe(
+        stringify[format](official),
+      )
+    },
+  )
 
   it('fields named _bsontype: JSON.stringify text, or the official EJSON.stringify error', async () => {
     const official = await reference('bsontypeKeys')

@@ -376,7 +376,8 @@ impl Writer {
 
     /// A finite number as JavaScript prints it.
     fn number(&mut self, value: f64) {
-        if value.fract() == 0.0 && value.abs() <= SAFE_INTEGER_LIMIT as f64 {
+        // A cast instead of `fract()`, which is a libm call.
+        if value.abs() <= SAFE_INTEGER_LIMIT as f64 && value as i64 as f64 == value {
             // Also turns -0 into "0", as JavaScript does.
             self.integer(value as i64);
         } else {
@@ -606,9 +607,13 @@ fn key_hash(key: &[u8]) -> u64 {
         let word = u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes"));
         hash = (hash.rotate_left(5) ^ word).wrapping_mul(MULTIPLIER);
     }
-    let mut last = [0u8; 8];
-    last[..words.remainder().len()].copy_from_slice(words.remainder());
-    (hash.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(MULTIPLIER)
+    // Shifted in byte by byte: a copy into a zeroed word would call memcpy for every key.
+    let last = words
+        .remainder()
+        .iter()
+        .rev()
+        .fold(0u64, |word, &byte| (word << 8) | u64::from(byte));
+    (hash.rotate_left(5) ^ last).wrapping_mul(MULTIPLIER)
 }
 
 /// Escape per byte: 0 for none, `u` for `\u00XX`, else the letter after the backslash.
