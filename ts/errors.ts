@@ -91,7 +91,7 @@ export class MongoCursorInUseError extends MongoAPIError {
   }
 }
 
-/** A closed cursor was read. */
+/** A closed cursor was read, or a cursor was read on after one of its reads failed. */
 export class MongoCursorExhaustedError extends MongoAPIError {
   override code = ErrorCode.CursorExhausted
   constructor(message = 'Cursor is exhausted', options?: MongoErrorOptions) {
@@ -279,6 +279,8 @@ export function translateNativeError(error: unknown): unknown {
       return new MongoOperationTimeoutError(message, options)
     case 'invalidArgument':
       return new MongoInvalidArgumentError(message, options)
+    case 'cursorExhausted':
+      return new MongoCursorExhaustedError(message, options)
     case 'parse':
       return new MongoParseError(message, options)
     case 'closed':
