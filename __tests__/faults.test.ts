@@ -477,6 +477,37 @@ describe('unreachable servers and credentials', () => {
     expect(parse).toBeInstanceOf(MongoParseError)
     expect(inspect(parse, { depth: 10 })).not.toContain(secret)
   })
+
+  it('shows no password in the errors of reads on a server that went away', async () => {
+    await withPrivateServer(async (server) => {
+      const uriSecret = 'Ur1S3cretGone'
+      const authSecret = 'Auth0pt1onS3cretGone'
+      // FerretDB accepts any PLAIN login.
+      const url = new URL(withQuery(server.uri, 'authMechanism=PLAIN&authSource=%24external'))
+      url.username = 'alice'
+      url.password = uriSecret
+      const client = await MongoClient.connect(url.href, {
+        auth: { username: 'alice', password: authSecret },
+        serverSelectionTimeoutMS: 2_000,
+      })
+      const cursor = itemsOf(client).find({}, { batchSize: 5 })
+      expect(await cursor.next()).toEqual(items()[0])
+      server.kill()
+      const errors = [
+        await expectRejects(cursor.toArray(), [MongoNetworkError, MongoServerSelectionError]),
+        await expectRejects(itemsOf(client).countDocuments({}), [
+          MongoNetworkError,
+          MongoServerSelectionError,
+        ]),
+      ]
+      for (const error of errors) {
+        const shown = inspect(error, { depth: 10 })
+        expect(shown).not.toContain(uriSecret)
+        expect(shown).not.toContain(authSecret)
+      }
+      await client.close()
+    })
+  })
 })
 
 describe('soak', () => {
