@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MongoClient as OfficialClient } from 'mongodb'
 import {
   MongoClient,
+  MongoCursorExhaustedError,
   MongoError,
   MongoInvalidArgumentError,
   MongoNetworkError,
@@ -384,6 +385,32 @@ describe('a killed or restarted server', () => {
       await expectRejects(cursor.toArray(), serverGone)
       await expectRejects(coll.countDocuments({}), serverGone)
       expect(await client.openCursorCount()).toBe(0)
+      await client.close()
+    })
+  })
+
+  it('nextBatch() under a killed server: full batches, then a rejection, never null or a short batch', async () => {
+    await withPrivateServer(async (server) => {
+      const client = await MongoClient.connect(server.uri, { serverSelectionTimeoutMS: 2_000 })
+      const cursor = itemsOf(client).find({}, { batchSize: 5 })
+      const read: Item[] = []
+      read.push(...(await cursor.nextBatch())!)
+      server.kill()
+      // Batches fetched ahead before the kill may still come, whole; then the read fails.
+      let outcome: Outcome<Item[] | null>
+      for (
+        outcome = await settle(cursor.nextBatch());
+        outcome.value;
+        outcome = await settle(cursor.nextBatch())
+      ) {
+        expect(outcome.value).toHaveLength(5)
+        read.push(...outcome.value)
+      }
+      expect(outcome.hung, `still pending after ${NO_HANG_MS} ms`).toBe(false)
+      expect(outcome.error, inspect(outcome.value)).toBeInstanceOf(MongoNetworkError)
+      expect(read).toEqual(items().slice(0, read.length))
+      expect(read.length).toBeLessThan(ITEMS)
+      await expectRejects(cursor.nextBatch(), MongoCursorExhaustedError)
       await client.close()
     })
   })
