@@ -204,9 +204,14 @@ export class Model<TSchema extends Document = Document> {
    * marked with `Model.trusted()` (or Mongoose's `mongoose.trusted()`) is left as it is. With
    * `rejectUnsafeOperators`, `$where`/`$function`/`$accumulator`/`$expr` also throw anywhere the
    * server would evaluate them (a value wrapped in `$eq` is a literal and is not).
-   * @throws MongoInvalidArgumentError on a refused operator.
+   * @throws MongoInvalidArgumentError on a refused operator, or options that are not an object.
    */
   static sanitizeFilter<T extends Document>(filter: T, options: SanitizeFilterOptions = {}): T {
+    if (!isPlainObject(options)) {
+      throw new MongoInvalidArgumentError(
+        `sanitizeFilter options must be an object, got ${describe(options)}`,
+      )
+    }
     const sanitized = sanitize(filter) as T
     if (options.rejectUnsafeOperators) rejectUnsafeOperators(sanitized)
     return sanitized
@@ -214,10 +219,17 @@ export class Model<TSchema extends Document = Document> {
 
   /**
    * Marks a filter value as written by the application, not by a user: `sanitizeFilter` leaves it
-   * as it is (Mongoose's `mongoose.trusted()`, whose marks are honoured too). Returns `value`.
+   * as it is (Mongoose's `mongoose.trusted()`, whose marks are honoured too). Returns `value`; a
+   * primitive is returned as it is (there is nothing to sanitize in it).
+   * @throws MongoInvalidArgumentError on a frozen, sealed or non-extensible object (mark a copy).
    */
   static trusted<T>(value: T): T {
     if (typeof value === 'object' && value !== null && !isTrusted(value)) {
+      if (!Object.isExtensible(value)) {
+        throw new MongoInvalidArgumentError(
+          'Model.trusted cannot mark a frozen or non-extensible object: mark a copy',
+        )
+      }
       Object.defineProperty(value, TRUSTED, { value: true, enumerable: false })
     }
     return value
@@ -244,7 +256,7 @@ export class Model<TSchema extends Document = Document> {
    * The second argument is the driver's find options, or a selection string (`'name age'`).
    */
   find(filter: Document = {}, options: ModelFindOptions | string = {}): ModelQuery<WithId<TSchema>[]> {
-    return new ModelQuery(this.#queryContext(), 'find', checkFilter(filter), normalizeOptions(options))
+    return new ModelQuery(this.#queryContext(), 'find', checkPlainFilter(filter), normalizeOptions(options))
   }
 
   /** The first document matching `filter` (projected to the schema), or `null`. */
@@ -252,7 +264,12 @@ export class Model<TSchema extends Document = Document> {
     filter: Document = {},
     options: ModelFindOptions | string = {},
   ): ModelQuery<WithId<TSchema> | null> {
-    return new ModelQuery(this.#queryContext(), 'findOne', checkFilter(filter), normalizeOptions(options))
+    return new ModelQuery(
+      this.#queryContext(),
+      'findOne',
+      checkPlainFilter(filter),
+      normalizeOptions(options),
+    )
   }
 
   /**
@@ -301,7 +318,7 @@ export class Model<TSchema extends Document = Document> {
 
   /** The filter sent for `filter`: sanitized when the model asks for it, with its discriminator. */
   #filter(filter: Document): Document {
-    let result = checkFilter(filter)
+    let result = checkPlainFilter(filter)
     if (this.#options.sanitizeFilter) {
       result = Model.sanitizeFilter(filter, { rejectUnsafeOperators: this.#options.rejectUnsafeOperators })
     }
@@ -418,7 +435,7 @@ export class ModelQuery<TResult> implements PromiseLike<TResult> {
       this.#wherePath = path
       return arguments.length > 1 ? this.equals(value) : this
     }
-    defineFields(this.#filter, checkFilter(path))
+    defineFields(this.#filter, checkPlainFilter(path))
     return this
   }
 
@@ -500,7 +517,7 @@ export class ModelQuery<TResult> implements PromiseLike<TResult> {
   }
 }
 
-function checkFilter(filter: unknown): Document {
+function checkPlainFilter(filter: unknown): Document {
   if (!isPlainObject(filter)) {
     throw new MongoInvalidArgumentError(`Query filter must be a plain object, got ${describe(filter)}`)
   }

@@ -301,10 +301,16 @@ export class MongoClient {
     return new MongoClient(url, options).connect()
   }
 
-  /** Connects (selects a server and pings it). Optional: operations connect on first use. */
+  /**
+   * Connects (selects a server and pings it). Optional: operations connect on first use. A closed
+   * client connects again.
+   * @throws MongoNotConnectedError when `close()` was called before the connection completed.
+   */
   async connect(): Promise<this> {
     this.#closed = false
     await this.nativeClient()
+    // close() while connecting closed what this connected: the client is not usable.
+    if (this.#closed) throw new MongoNotConnectedError('Client was closed while connecting')
     return this
   }
 

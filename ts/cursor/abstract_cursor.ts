@@ -136,8 +136,16 @@ export abstract class AbstractCursor<TSchema = Document>
     return this.#buffer.length - this.#position
   }
 
-  /** Takes up to `count` buffered documents (all by default) without I/O. */
+  /**
+   * Takes up to `count` buffered documents (all by default) without I/O.
+   * @throws MongoInvalidArgumentError when `count` is not a non-negative integer.
+   */
   readBufferedDocuments(count?: number): TSchema[] {
+    if (count !== undefined && !(Number.isSafeInteger(count) && count >= 0)) {
+      throw new MongoInvalidArgumentError(
+        `readBufferedDocuments expects a non-negative integer, got ${describe(count)}`,
+      )
+    }
     const end =
       count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
     const documents = this.#buffer.slice(this.#position, end)
