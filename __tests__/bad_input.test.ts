@@ -2,6 +2,8 @@
 // cursor. Each is a typed error with a stable `code` (ErrorCode), thrown or rejected, never a crash.
 // One table row per public method and bad input; a panic in the addon is an error too.
 import { createRequire } from 'node:module'
+import { Writable, type Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MongoClient as OfficialClient } from 'mongodb'
 import {
@@ -17,10 +19,13 @@ import {
   MongoNotConnectedError,
   MongoParseError,
   MongoRuntimeError,
+  firstDifference,
   ObjectId,
   shadow,
   type Collection,
   type FindCursor,
+  type ShadowCollection,
+  type ShadowCursor,
 } from 'rumongo'
 import { uniqueDbName, uri } from './setup/helpers.js'
 
@@ -36,6 +41,9 @@ let items: Collection
 let closedItems: Collection
 let closedCursor: FindCursor
 let model: Model
+/** Served by rumongo, never compared: its errors are rumongo's (served by the official driver, the official driver's). */
+let shadowed: ShadowCollection
+let closedShadowCursor: ShadowCursor
 
 beforeAll(async () => {
   const official = await OfficialClient.connect(uri)
@@ -53,6 +61,10 @@ beforeAll(async () => {
   closedCursor = items.find({})
   await closedCursor.next()
   await closedCursor.close()
+  shadowed = shadow(items, items, { serve: 'rumongo', sampleRate: 0 })
+  closedShadowCursor = shadowed.find({})
+  await closedShadowCursor.next()
+  await closedShadowCursor.close()
 })
 
 afterAll(async () => {
@@ -76,6 +88,18 @@ const started = () => {
   void cursor.hasNext()
   return cursor
 }
+/** Reads `stream` to its end; rejects with the error it emits. */
+const drain = (stream: Readable) =>
+  pipeline(stream, new Writable({ objectMode: true, write: (_, __, done) => done() }))
+/** A client whose `close()` is called while its `connect()` is running. */
+const closedWhileConnecting = () => {
+  const connecting = new MongoClient(uri)
+  const connected = connecting.connect()
+  void connecting.close()
+  return connected
+}
+const cyclic: Record<string, unknown> = { a: 1 }
+cyclic.self = cyclic
 const startedAggregate = () => {
   const cursor = items.aggregate([])
   void cursor.hasNext()
@@ -100,6 +124,7 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ],
   ['MongoClient.connect', 'a number uri', () => MongoClient.connect(any(42)), PARSE],
   ['MongoClient.connect', 'a bad option value', () => MongoClient.connect(`${uri}?maxPoolSize=x`), PARSE],
+  ['client.connect', 'close() while connecting', closedWhileConnecting, NOT_CONNECTED],
   ['client.db', 'a number name', () => client.db(any(5)), INVALID],
   ['client.db', 'an empty name', () => client.db(''), INVALID],
   ['client.db', 'a name with a dot', () => client.db('a.b'), INVALID],
@@ -192,6 +217,14 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ['cursor.prefetch', 'a string', () => items.find().prefetch(any('2')), INVALID],
   ['cursor.prefetch', 'a started cursor', () => started().prefetch(2), IN_USE],
   ['cursor.sort', 'a closed cursor', () => closedCursor.sort({ a: 1 }), IN_USE],
+  ['cursor.stream', 'a closed cursor', () => drain(closedCursor.stream()), EXHAUSTED],
+  ['cursor.readBufferedDocuments', 'a negative count', () => started().readBufferedDocuments(-1), INVALID],
+  [
+    'cursor.readBufferedDocuments',
+    'a string count',
+    () => items.find().readBufferedDocuments(any('2')),
+    INVALID,
+  ],
   // AggregationCursor builders
   ['aggregate.addStage', 'a number', () => items.aggregate().addStage(any(1)), INVALID],
   ['aggregate.addStage', 'a $out stage', () => items.aggregate().addStage({ $out: 'x' }), INVALID],
@@ -217,6 +250,8 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ['Model.define', 'non-object options', () => Model.define(items, ['a'], any(5)), INVALID],
   ['Model.fromMongoose', 'not a model', () => Model.fromMongoose(any({}), client), INVALID],
   ['Model.sanitizeFilter', 'an unsafe operator', () => Model.sanitizeFilter({ $where: 'x' }), INVALID],
+  ['Model.sanitizeFilter', 'null options', () => Model.sanitizeFilter({}, any(null)), INVALID],
+  ['Model.trusted', 'a frozen object', () => Model.trusted(Object.freeze({ $gt: 1 })), INVALID],
   ['model.find', 'a number filter', () => model.find(any(5)), INVALID],
   ['model.find', 'number options', () => model.find({}, any(5)), INVALID],
   ['model.find', 'a bad selection', () => model.find().select(any(5)), INVALID],
@@ -226,10 +261,44 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ['model.countDocuments', 'a string filter', () => model.countDocuments(any('x')), INVALID],
   ['model.distinct', 'a number field', () => model.distinct(any(5)), INVALID],
   ['model.equals', 'no where()', () => model.find().equals(1), INVALID],
+  ['model.where', 'a number', () => model.find().where(any(5)), INVALID],
   // shadow
   ['shadow', 'no collections', () => shadow(any(undefined), any(undefined)), INVALID],
   ['shadow', 'null options', () => shadow(items, items, any(null)), INVALID],
   ['shadow', 'a bad sampleRate', () => shadow(items, items, { sampleRate: 2 }), INVALID],
+  ['shadow', 'a string serve', () => shadow(items, items, any({ serve: 'both' })), INVALID],
+  ['shadow', 'a non-function onMismatch', () => shadow(items, items, any({ onMismatch: 5 })), INVALID],
+  ['shadow', 'a non-function onError', () => shadow(items, items, any({ onError: 'log' })), INVALID],
+  ['shadow', 'a string ignoreKeyOrder', () => shadow(items, items, any({ ignoreKeyOrder: 'yes' })), INVALID],
+  ['shadow', 'a string redact', () => shadow(items, items, any({ redact: 'yes' })), INVALID],
+  ['ShadowCollection.find', 'a number filter', () => shadowed.find(any(5)), INVALID],
+  ['ShadowCollection.findOne', 'a number filter', () => shadowed.findOne(any(5)), INVALID],
+  ['ShadowCollection.aggregate', 'a non-array pipeline', () => shadowed.aggregate(any({})), INVALID],
+  ['ShadowCollection.countDocuments', 'a string filter', () => shadowed.countDocuments(any('x')), INVALID],
+  [
+    'ShadowCollection.estimatedDocumentCount',
+    'number options',
+    () => shadowed.estimatedDocumentCount(any(1)),
+    INVALID,
+  ],
+  ['ShadowCollection.distinct', 'no key', () => shadowed.distinct(any(undefined)), INVALID],
+  ['ShadowCursor.sort', 'a number', () => shadowed.find().sort(5), INVALID],
+  ['ShadowCursor.limit', 'a string', () => shadowed.find().limit(any('1')), INVALID],
+  ['ShadowCursor.skip', 'a fraction', () => shadowed.find().skip(1.5), INVALID],
+  ['ShadowCursor.project', 'a string', () => shadowed.find().project(any('a')), INVALID],
+  ['ShadowCursor.batchSize', 'a string', () => shadowed.find().batchSize(any('1')), INVALID],
+  ['ShadowCursor.limit', 'a closed cursor', () => closedShadowCursor.limit(1), IN_USE],
+  ['ShadowCursor.next', 'a closed cursor', () => closedShadowCursor.next(), EXHAUSTED],
+  ['ShadowCursor.stream', 'a closed cursor', () => drain(closedShadowCursor.stream()), EXHAUSTED],
+  // firstDifference
+  ['firstDifference', 'null options', () => firstDifference(1, 2, any(null)), INVALID],
+  [
+    'firstDifference',
+    'a string ignoreKeyOrder',
+    () => firstDifference(1, 2, any({ ignoreKeyOrder: 'yes' })),
+    INVALID,
+  ],
+  ['firstDifference', 'cyclic values', () => firstDifference(cyclic, { a: 1, self: cyclic }), INVALID],
 ]
 
 /** Runs `call` and returns what it threw or rejected with (or fails the test when it succeeded). */
@@ -249,6 +318,26 @@ describe('bad input: one row per public method and bad input', () => {
     expect(error).toBeInstanceOf(MongoError)
     expect((error as MongoError).code).toBe(code)
     expect((error as Error).message).not.toMatch(/rumongo-error:/)
+  })
+
+  it('documented behaviour, not errors: clone, rewind and connect on a closed cursor or client', async () => {
+    // A closed cursor's clone() and rewind() run the query again, as in the official driver.
+    expect(await closedCursor.clone().toArray()).toHaveLength(3)
+    const rewound = items.find({})
+    await rewound.next()
+    await rewound.close()
+    await rewound.rewind()
+    expect(await rewound.toArray()).toHaveLength(3)
+    // close() is idempotent, and connect() after close() connects again.
+    const reopened = await MongoClient.connect(uri)
+    await reopened.close()
+    await reopened.close()
+    await expect(reopened.db(dbName).collection('items').countDocuments({})).rejects.toBeInstanceOf(
+      MongoNotConnectedError,
+    )
+    await reopened.connect()
+    expect(await reopened.db(dbName).collection('items').countDocuments({})).toBe(3)
+    await reopened.close()
   })
 
   it('the client still works after every row', async () => {

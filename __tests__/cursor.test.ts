@@ -1,6 +1,7 @@
 // findCursor: streaming reads with bounded read-ahead, batch-at-a-time reads, Node streams, and
 // server cursors killed however a read ends (break, close, error, garbage collection).
 import { execFile } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -8,10 +9,22 @@ import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Long, MongoClient as OfficialClient, type Document } from 'mongodb'
-import { isLazyDocument, MongoClient, MongoInvalidArgumentError, MongoServerError } from 'rumongo'
+import {
+  BSON,
+  isLazyDocument,
+  MongoClient,
+  MongoCursorExhaustedError,
+  MongoInvalidArgumentError,
+  MongoServerError,
+} from 'rumongo'
 // @ts-expect-error: a plain ESM script without types
 import { startReplay } from '../scripts/replay.mjs'
 import { connectBoth, expectIdentical, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
+
+// The native cursor under the TypeScript one, and the error translation.
+const require = createRequire(import.meta.url)
+const { NativeClient, BatchOutput } = require('../dist/native.cjs')
+const { callNative } = require('../dist/errors.js')
 
 const DOCS = 3000
 const dbName = uniqueDbName('cursor')
@@ -165,6 +178,81 @@ describe('findCursor on the real server', () => {
     const stream = streamed.stream()
     const error = await new Promise((resolve) => stream.on('error', resolve).resume())
     expect(error).toBeInstanceOf(MongoServerError)
+  })
+
+  it('after a failed read, every later read rejects: never null or a short array passed off as the end', async () => {
+    // The official driver, for reference: next() throws MongoCursorExhaustedError, but hasNext()
+    // says false and toArray() resolves to [] (and next() after a failed find resolves to null).
+    const reference = theirs().find({}, { batchSize: 97 })
+    await reference.next()
+    await drivers.official.db(dbName).command({ killCursors: 'items', cursors: [reference.id!] })
+    await expect(reference.toArray()).rejects.toMatchObject({ code: 43 })
+    await expect(reference.next()).rejects.toThrow(/exhausted/)
+    expect(await reference.toArray()).toEqual([])
+
+    // A getMore the server fails (its cursor was killed), and a find it fails.
+    const killed = ours().findCursor({}, { ...options, prefetch: 0 })
+    await killed.next()
+    await drivers.official.db(dbName).command({ killCursors: 'items', cursors: [killed.id!] })
+    await expect(killed.toArray()).rejects.toMatchObject({ code: 43 })
+    const failedFind = ours().find({ $bogus: 1 })
+    await expect(failedFind.next()).rejects.toBeInstanceOf(MongoServerError)
+    for (const failed of [killed, failedFind]) {
+      expect(failed.closed).toBe(true)
+      const reads: [string, () => Promise<unknown>][] = [
+        ['next', () => failed.next()],
+        ['tryNext', () => failed.tryNext()],
+        ['hasNext', () => failed.hasNext()],
+        ['nextBatch', () => failed.nextBatch()],
+        ['toArray', () => failed.toArray()],
+        [
+          'for await',
+          async () => {
+            for await (const _ of failed);
+          },
+        ],
+        ['forEach', () => failed.forEach(() => {})],
+        [
+          'stream',
+          () => pipeline(failed.stream(), new Writable({ objectMode: true, write: (_, __, done) => done() })),
+        ],
+      ]
+      for (const [name, read] of reads) {
+        const error = await read().then(
+          (value) => new Error(`${name} resolved to ${JSON.stringify(value)}`),
+          (error: unknown) => error,
+        )
+        expect(error, name).toBeInstanceOf(MongoCursorExhaustedError)
+        expect(error, name).toMatchObject({ code: 'ERR_CURSOR_EXHAUSTED', message: /an earlier read failed/ })
+        expect((error as Error).cause, name).toBeInstanceOf(MongoServerError)
+      }
+      // close() does not turn the failure into an empty result; rewind() runs the query again.
+      await failed.close()
+      await expect(failed.toArray()).rejects.toBeInstanceOf(MongoCursorExhaustedError)
+    }
+    await killed.rewind()
+    expect(await killed.toArray()).toHaveLength(DOCS)
+  })
+
+  it('a native cursor whose read failed keeps failing instead of reporting the end', async () => {
+    const client = await NativeClient.connect(uri)
+    try {
+      const collection = client.collection(dbName, 'items')
+      const native = await collection.find(
+        BSON.serialize({}),
+        BSON.serialize({ batchSize: 5 }),
+        BatchOutput.Raw,
+      )
+      const first = await native.nextBatch()
+      const id = Long.fromBigInt(first.cursorId)
+      await drivers.official.db(dbName).command({ killCursors: 'items', cursors: [id] })
+      await expect(callNative(() => native.nextBatch())).rejects.toBeInstanceOf(MongoServerError)
+      await expect(callNative(() => native.nextBatch())).rejects.toBeInstanceOf(MongoCursorExhaustedError)
+      await native.close()
+      await expect(callNative(() => native.nextBatch())).rejects.toBeInstanceOf(MongoCursorExhaustedError)
+    } finally {
+      await client.close()
+    }
   })
 
   it('rejects bad cursor options with a typed error', () => {

@@ -204,4 +204,36 @@ describe('server and connection errors', () => {
     })
     expect(inspect(await viaOptions.connect().catch((e: Error) => e), { depth: 10 })).not.toContain(secret)
   })
+
+  it("redacts every one of a client's passwords from the errors of later operations", async () => {
+    // A password in the connection string and another in `auth` (which wins): FerretDB accepts any
+    // PLAIN login, and repeats an unknown pipeline stage's name in its error.
+    const uriSecret = 'Ur1S3cretPassw0rd'
+    const authSecret = 'Auth0pt1onS3cret'
+    const url = new URL(uri)
+    url.username = 'alice'
+    url.password = uriSecret
+    url.searchParams.set('authMechanism', 'PLAIN')
+    url.searchParams.set('authSource', '$external')
+    const withSecrets = await MongoClient.connect(url.href, {
+      auth: { username: 'alice', password: authSecret },
+    })
+    try {
+      const items = withSecrets.db(dbName).collection('items')
+      expect(await items.countDocuments({})).toBe(3)
+      for (const secret of [uriSecret, authSecret]) {
+        const error = await expectFailure(
+          () => items.aggregate([{ [`$${secret}`]: 1 }]).toArray(),
+          MongoServerError,
+          /<redacted>/,
+        )
+        expect(inspect(error, { depth: 10 })).not.toContain(secret)
+      }
+      const shown = inspect(withSecrets, { depth: 10, showHidden: true })
+      expect(shown).not.toContain(uriSecret)
+      expect(shown).not.toContain(authSecret)
+    } finally {
+      await withSecrets.close()
+    }
+  })
 })

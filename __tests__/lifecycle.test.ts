@@ -3,37 +3,95 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { fileURLToPath } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MongoClient as OfficialClient } from 'mongodb'
 import { MongoClient } from 'rumongo'
 import { uniqueDbName, uri } from './setup/helpers.js'
 
 const run = promisify(execFile)
 const root = fileURLToPath(new URL('..', import.meta.url))
+/** Large enough that reading it takes many getMores (about a second on the dev server). */
+const ITEMS = 10_000
+const dbName = uniqueDbName('lifecycle')
 
-/** Runs `source` as a child Node process in the repo root; resolves with its stdout and run time. */
+beforeAll(async () => {
+  const official = await OfficialClient.connect(uri)
+  await official
+    .db(dbName)
+    .collection('items')
+    .insertMany(Array.from({ length: ITEMS }, (_, n) => ({ n, label: `item ${n}`, text: 'x'.repeat(100) })))
+  await official.close()
+})
+
+afterAll(async () => {
+  const official = await OfficialClient.connect(uri)
+  await official.db(dbName).dropDatabase()
+  await official.close()
+})
+
+/**
+ * Runs `source` as a child Node process in the repo root (`MONGODB_URI` and `DB` set); resolves
+ * with its stdout lines, its run time and when it exited.
+ */
 async function runChild(source: string, type: 'commonjs' | 'module') {
   const started = Date.now()
   const { stdout } = await run(process.execPath, [`--input-type=${type}`, '-e', source], {
     cwd: root,
-    env: { ...process.env, MONGODB_URI: uri },
+    env: { ...process.env, MONGODB_URI: uri, DB: dbName },
     timeout: 20_000,
   })
-  return { stdout: stdout.trim(), elapsed: Date.now() - started }
+  const exitedAt = Date.now()
+  return { stdout: stdout.trim(), lines: stdout.trim().split('\n'), elapsed: exitedAt - started, exitedAt }
 }
 
 describe('process lifecycle', () => {
-  it('exits promptly when the script never calls close(), with an open cursor', async () => {
-    const { stdout, elapsed } = await runChild(
+  it('exits within 5 s when the script never calls close(), with a server cursor open and a read pending', async () => {
+    const { lines, elapsed } = await runChild(
       `const { MongoClient } = require('rumongo')
        MongoClient.connect(process.env.MONGODB_URI).then(async (client) => {
-         const cursor = client.db('lifecycle').collection('none').find({}, { batchSize: 1 })
-         console.log(JSON.stringify(await cursor.toArray()))
-         client.db('lifecycle').collection('none').find({}).next() // left pending on purpose
+         const items = client.db(process.env.DB).collection('items')
+         const cursor = items.find({}, { batchSize: 5, prefetch: 0 })
+         const first = await cursor.next()
+         // One batch read of ${ITEMS} documents: the server cursor stays open, never closed.
+         console.log(first.n, cursor.id.isZero(), cursor.bufferedCount(), await client.openCursorCount())
+         items.find({}).toArray() // left pending on purpose
        })`,
       'commonjs',
     )
-    expect(stdout).toBe('[]')
+    expect(lines).toEqual(['0 false 4 1'])
     expect(elapsed).toBeLessThan(5_000)
+  })
+
+  it('after close() nothing keeps the loop alive: the script exits by itself, no socket or timer left', async () => {
+    const { lines, exitedAt } = await runChild(
+      `const { MongoClient } = require('rumongo')
+       console.log('started') // stdout's own handle, from here on
+       const before = process.getActiveResourcesInfo()
+       MongoClient.connect(process.env.MONGODB_URI).then(async (client) => {
+         const items = client.db(process.env.DB).collection('items')
+         const counts = [
+           (await items.find({}, { limit: 3000 }).toArray()).length,
+           (await items.findLazy({}, { limit: 3000 })).length,
+           (await items.findCursor({}, { batchSize: 100, limit: 3000 }).toArray()).length,
+           JSON.parse(await items.findJson({}, { limit: 3000 })).length,
+         ]
+         const open = items.findCursor({}, { batchSize: 5 })
+         await open.next() // a server cursor close() kills
+         await client.close()
+         const after = process.getActiveResourcesInfo()
+         console.log(JSON.stringify({ counts, before, after }))
+         console.log(Date.now())
+       })`,
+      'commonjs',
+    )
+    const [started, report, closedAt] = lines
+    expect(started).toBe('started')
+    const { counts, before, after } = JSON.parse(report!)
+    expect(counts).toEqual([3000, 3000, 3000, 3000])
+    // Only what was there before the client (stdout's pipe): no socket, timer or request of rumongo's.
+    expect(after.filter((name: string) => !before.includes(name))).toEqual([])
+    expect(after.length).toBeLessThanOrEqual(before.length)
+    expect(exitedAt - Number(closedAt)).toBeLessThan(2_000)
   })
 
   it('loads as ESM and CommonJS with one shared copy of every class and of bson', async () => {
@@ -58,7 +116,6 @@ describe('process lifecycle', () => {
 
 describe('worker threads', () => {
   it('runs a query in a worker that then exits, and the main thread keeps working', async () => {
-    const dbName = uniqueDbName('worker')
     const worker = new Worker(
       `const { parentPort, workerData } = require('node:worker_threads')
        const { MongoClient } = require(workerData.entry)
@@ -89,20 +146,24 @@ describe('worker threads', () => {
         `const { parentPort, workerData } = require('node:worker_threads')
          const { MongoClient } = require(workerData.entry)
          MongoClient.connect(workerData.uri).then(async (client) => {
-           parentPort.postMessage('connected')
+           const items = client.db(workerData.dbName).collection('items')
            for (;;) {
-             const cursor = client.db('lifecycle').collection('none').find({})
-             await cursor.hasNext()
-             await cursor.close()
+             // Small batches: getMores, their encoding and JS decoding run all along the read.
+             const cursor = items.find({}, { batchSize: 200 })
+             await cursor.next()
+             parentPort.postMessage('reading')
+             await cursor.toArray()
            }
          })`,
-        { eval: true, workerData: { uri, entry: `${root}/dist/index.js` } },
+        { eval: true, workerData: { uri, dbName, entry: `${root}/dist/index.js` } },
       )
       await new Promise((resolve) => worker.once('message', resolve))
+      // At a different point of the read each round (reading all of it takes about a second).
+      await new Promise((resolve) => setTimeout(resolve, (round % 5) * 60))
       await worker.terminate()
     }
     const client = await MongoClient.connect(uri)
-    expect(await client.db('lifecycle').collection('none').find({}).toArray()).toEqual([])
+    expect(await client.db(dbName).collection('items').countDocuments({})).toBe(ITEMS)
     await client.close()
   })
 })

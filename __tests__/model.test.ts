@@ -1,7 +1,14 @@
 // Model: Mongoose read-path parity (.lean() and hydrated .toObject()) with schema projection pushdown.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import mongoose, { Schema, type Connection } from 'mongoose'
-import { Model, MongoClient, MongoInvalidArgumentError, ObjectId, type Document } from 'rumongo'
+import {
+  Model,
+  MongoClient,
+  MongoInvalidArgumentError,
+  ObjectId,
+  type Document,
+  type ModelOptions,
+} from 'rumongo'
 import { expectIdentical, uniqueDbName, uri } from './setup/helpers.js'
 
 const USER_COUNT = 60
@@ -389,7 +396,67 @@ describe('sanitizeFilter', () => {
     })
   })
 
-  it('as a model option: input filters are sanitized, where() conditions are not', async () => {
+  const codeOperators: [string, Document][] = [
+    ['$function', { $function: { body: 'function() { return true }', args: [], lang: 'js' } }],
+    ['$accumulator', { $accumulator: { init: 'function() {}', accumulate: 'function() {}', lang: 'js' } }],
+  ]
+
+  it.each(codeOperators)(
+    '%s: kept as Mongoose keeps it, refused with rejectUnsafeOperators',
+    (name, operator) => {
+      const strict = { rejectUnsafeOperators: true }
+      const unsafe = new RegExp(`\\${name}`)
+      for (const filter of [operator, { $or: [operator] }]) {
+        expect(Model.sanitizeFilter(structuredClone(filter))).toEqual(
+          mongoose.sanitizeFilter(structuredClone(filter)),
+        )
+        expect(() => Model.sanitizeFilter(structuredClone(filter), strict)).toThrow(MongoInvalidArgumentError)
+        expect(() => Model.sanitizeFilter(structuredClone(filter), strict)).toThrow(unsafe)
+      }
+      // Under a path it becomes a literal ($eq) the server never runs; trusted, it stays code.
+      expect(Model.sanitizeFilter({ a: operator }, strict)).toEqual(mongoose.sanitizeFilter({ a: operator }))
+      expect(() => Model.sanitizeFilter({ a: Model.trusted({ ...operator }) }, strict)).toThrow(unsafe)
+      expect(() => Model.sanitizeFilter({ $and: Model.trusted([{ a: operator }]) }, strict)).toThrow(unsafe)
+    },
+  )
+
+  /** A model whose collection records the filter each find would send, instead of sending it. */
+  function recordingModel(options: ModelOptions = {}) {
+    const sent: Document[] = []
+    const collection = {
+      find(filter: Document) {
+        sent.push(filter)
+        return {}
+      },
+    }
+    return { model: Model.define(collection as never, ['name', 'age'], options), sent }
+  }
+
+  it('as a model option: the whole filter is sanitized when the query runs, where() conditions too', () => {
+    const { model, sent } = recordingModel({ sanitizeFilter: true })
+    const input = { name: { $ne: 'user 01' } }
+    const chained = (query: any) =>
+      query
+        .where('age')
+        .gte(60)
+        .where('name', { $ne: 'Bob' })
+        .where({ address: { $exists: true }, tags: 'a' })
+        .where('friend')
+        .equals({ $gt: '' })
+    chained(model.find(input)).cursor()
+    // Mongoose sanitizes the query's conditions as a whole when it runs (Query#_castConditions).
+    const conditions = chained(MongooseUser.find(structuredClone(input))).getFilter()
+    expect(sent[0]).toEqual(mongoose.sanitizeFilter(structuredClone(conditions)))
+    expect(sent[0]).toMatchObject({ age: { $eq: { $gte: 60 } }, friend: { $eq: { $gt: '' } } })
+    // Trusted conditions stay operators.
+    model
+      .find()
+      .where({ age: Model.trusted({ $gte: 60 }) })
+      .cursor()
+    expect(sent[1]).toEqual({ age: { $gte: 60 } })
+  })
+
+  it('as a model option on the server: injected operators match literally, refused ones reject', async () => {
     const Safe = Model.define(client.db(dbName).collection('users'), ['name', 'age'], {
       sanitizeFilter: true,
       rejectUnsafeOperators: true,
@@ -397,7 +464,29 @@ describe('sanitizeFilter', () => {
     expect(await User.countDocuments({ name: { $ne: 'user 01' } })).toBe(USER_COUNT - 1)
     expect(await Safe.countDocuments({ name: { $ne: 'user 01' } })).toBe(0)
     expect(await Safe.find({ name: { $ne: 'user 01' } })).toEqual([])
-    expect((await Safe.find({}).where('age').gte(60)).length).toBeGreaterThan(0)
-    expect(() => Safe.find({ $where: 'true' })).toThrow(MongoInvalidArgumentError)
+    expect(await User.find().where('name').equals({ $ne: 'user 01' })).toHaveLength(USER_COUNT - 1)
+    expect(await Safe.find().where('name').equals({ $ne: 'user 01' })).toEqual([])
+    expect(await Safe.find().where({ name: { $ne: 'user 01' } })).toEqual([])
+    expect(
+      (await Safe.find().where({ age: Model.trusted({ $gte: 60 }) })).every((user) => user.age >= 60),
+    ).toBe(true)
+    await expect(Safe.find({ $where: 'true' })).rejects.toThrow(MongoInvalidArgumentError)
+    await expect(Safe.find().where({ $where: 'true' })).rejects.toThrow(MongoInvalidArgumentError)
+    await expect(Safe.findOne().where({ $expr: Model.trusted({ $eq: [1, 1] }) })).rejects.toThrow(/\$expr/)
+    expect(() => Safe.countDocuments({ $where: 'true' })).toThrow(MongoInvalidArgumentError)
+  })
+
+  it('where(object) keeps a "__proto__" key from JSON input a field, never a prototype', () => {
+    const { model, sent } = recordingModel()
+    model.find().where(JSON.parse('{"__proto__": {"$ne": 1}, "a": 1}')).cursor()
+    model.find().where('__proto__').equals(JSON.parse('{"$ne": 1}')).cursor()
+    model.find().where('__proto__').gt(1).cursor()
+    model.find(JSON.parse('{"__proto__": {"$ne": 1}}')).cursor()
+    for (const filter of sent) {
+      expect(Object.getPrototypeOf(filter)).toBe(Object.prototype)
+      expect(Object.keys(filter)).toContain('__proto__')
+    }
+    expect(Object.getOwnPropertyDescriptor(sent[2], '__proto__')?.value).toEqual({ $gt: 1 })
+    expect(() => model.find().where(42 as never)).toThrow(MongoInvalidArgumentError)
   })
 })

@@ -5,7 +5,12 @@
 // first window (one minute, or a fifth of a shorter run) with the last one. Fails (exit 1) on any
 // wrong result or error, when the last window's median RSS exceeds the first's by more than
 // max(32 MB, 25 %), when more cursors are open than there are workers (each runs one operation
-// at a time), or when any cursor is still open at the end. The last line of output is a JSON report.
+// at a time), when any cursor is still open at the end, or when the server still has a cursor
+// that a `break` left. The last line of output is a JSON report.
+//
+// The server's own count of open cursors is not available on the dev server (FerretDB 1.24 has no
+// cursor metrics in serverStatus, an empty currentOp and no $currentOp), so the cursors left with
+// `break` are checked one by one: a getMore on each must fail with CursorNotFound.
 //
 // Usage: node --expose-gc scripts/soak.mjs [--seconds N] [--concurrency N] [--uri mongodb://...]
 // Without --uri (or MONGODB_URI) it starts a private embedded dev server.
@@ -30,6 +35,8 @@ const concurrency = Number(values.concurrency)
 if (!(seconds > 0) || !(concurrency > 0)) throw new Error('--seconds and --concurrency must be positive')
 
 const DOCUMENTS = 2_000
+/** Cursors left with `break` whose ids are kept to check on the server at the end. */
+const MAX_PROBED_CURSORS = 200
 const GROUPS = 10
 const MB = 1024 * 1024
 const windowSeconds = Math.min(60, Math.max(2, Math.floor(seconds / 5)))
@@ -51,6 +58,8 @@ await official.db(dbName).collection('items').insertMany(documents)
 const client = await MongoClient.connect(uri, { maxPoolSize: 5 })
 const items = client.db(dbName).collection('items')
 
+const leftCursorIds = []
+
 function check(condition, what) {
   if (!condition) throw new Error(`wrong result: ${what}`)
 }
@@ -68,11 +77,13 @@ const operations = [
   },
   async () => {
     let seen = 0
-    for await (const document of items.find({}, { batchSize: 20 })) {
+    const cursor = items.find({}, { batchSize: 20 })
+    for await (const document of cursor) {
       check(typeof document._id === 'number', 'cursor document')
       if (++seen === 30) break
     }
     check(seen === 30, 'cursor with break')
+    if (leftCursorIds.length < MAX_PROBED_CURSORS) leftCursorIds.push(cursor.id)
   },
   async (n) => {
     const id = (n * 7919) % DOCUMENTS
@@ -148,11 +159,36 @@ stopping = true
 await Promise.all(workers)
 clearInterval(sampler)
 const openCursorsAtEnd = await client.openCursorCount()
+const serverCursorsLeft = await serverCursorsStillOpen(leftCursorIds)
 
 await client.close()
 await official.db(dbName).dropDatabase()
 await official.close()
 await server?.stop()
+
+/**
+ * How many of `ids` the server still has open: a getMore on each, from another client, must fail
+ * with CursorNotFound. The kills are sent in the background, so this waits up to 5 s for them.
+ */
+async function serverCursorsStillOpen(ids) {
+  let open = ids
+  for (const deadline = Date.now() + 5_000; open.length > 0 && Date.now() < deadline;) {
+    const alive = await Promise.all(
+      open.map((id) =>
+        official
+          .db(dbName)
+          .command({ getMore: id, collection: 'items', batchSize: 1 })
+          .then(
+            () => true,
+            (error) => error.codeName !== 'CursorNotFound',
+          ),
+      ),
+    )
+    open = open.filter((_, index) => alive[index])
+    if (open.length > 0) await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  return open.length
+}
 
 const median = (list) => {
   const sorted = [...list].sort((a, b) => a - b)
@@ -169,7 +205,12 @@ const maxOpen = Math.max(0, ...samples.map((sample) => sample.openCursors))
 const tooManyOpen = samples.filter((sample) => sample.openCursors > concurrency).length
 
 const report = {
-  ok: errors.length === 0 && lastRss - firstRss <= boundRss && tooManyOpen === 0 && openCursorsAtEnd === 0,
+  ok:
+    errors.length === 0 &&
+    lastRss - firstRss <= boundRss &&
+    tooManyOpen === 0 &&
+    openCursorsAtEnd === 0 &&
+    serverCursorsLeft === 0,
   seconds,
   concurrency,
   operations: completed,
@@ -188,13 +229,15 @@ const report = {
     samplesAboveConcurrency: tooManyOpen,
   },
   openCursorsAtEnd,
+  serverCursors: { probed: leftCursorIds.length, stillOpen: serverCursorsLeft },
   gc: typeof globalThis.gc === 'function',
 }
 console.log(
   `soak: ${completed} operations in ${seconds} s, ${errors.length} errors; RSS median ` +
     `${report.rssMB.firstWindow} MB (first ${windowSeconds} s) -> ${report.rssMB.lastWindow} MB ` +
     `(last ${windowSeconds} s), bound +${report.rssMB.bound} MB; open cursors max ${maxOpen}, ` +
-    `at end ${openCursorsAtEnd}: ${report.ok ? 'PASS' : 'FAIL'}`,
+    `at end ${openCursorsAtEnd}; cursors left with break still open on the server ` +
+    `${serverCursorsLeft} of ${leftCursorIds.length}: ${report.ok ? 'PASS' : 'FAIL'}`,
 )
 console.log(JSON.stringify(report))
 process.exit(report.ok ? 0 : 1)

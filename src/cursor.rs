@@ -21,8 +21,11 @@ use crate::{
 
 enum CursorState {
     Open(Box<RawBatchCursor>),
-    /// Drained, failed or closed by its owner: no more batches.
+    /// Drained or closed by its owner: no more batches.
     Done,
+    /// A read failed and the cursor was dropped: reading on is an error, since a batch may be
+    /// missing, never the end of the results.
+    Failed,
     /// Closed because its client closed: reading on is an error, not an empty result.
     ClientClosed,
 }
@@ -113,8 +116,8 @@ impl NativeCursor {
 
 #[napi]
 impl NativeCursor {
-    /// The next server batch, or `null` once the cursor is exhausted or closed. Calls made before
-    /// earlier ones resolve get the following batches, in call order.
+    /// The next server batch, or `null` once the cursor is exhausted or closed; an error once a read
+    /// failed. Calls made before earlier ones resolve get the following batches, in call order.
     #[napi(catch_unwind, ts_return_type = "Promise<DocumentBatch | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
@@ -126,6 +129,7 @@ impl NativeCursor {
             let cursor = match &mut *state {
                 CursorState::Open(cursor) => cursor,
                 CursorState::Done => return Ok(None),
+                CursorState::Failed => return Err(Error::CursorFailed),
                 CursorState::ClientClosed => return Err(Error::Closed("client")),
             };
             // A getMore is never retried: after a failure or a timeout the cursor is dropped
@@ -134,8 +138,11 @@ impl NativeCursor {
                 .run(async { cursor.next().await.transpose().map_err(Error::from) })
                 .await
                 .transpose();
-            if single_batch || !matches!(result, Some(Ok(_))) {
-                *state = CursorState::Done;
+            match result {
+                Some(Err(_)) => *state = CursorState::Failed,
+                None => *state = CursorState::Done,
+                Some(Ok(_)) if single_batch => *state = CursorState::Done,
+                Some(Ok(_)) => {}
             }
             // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
             drop(state);

@@ -21,6 +21,9 @@ pub enum Error {
     /// An operation on a client or cursor that was already closed.
     #[error("{0} is closed")]
     Closed(&'static str),
+    /// A read of a cursor whose earlier read failed.
+    #[error("cursor is exhausted: an earlier read failed")]
+    CursorFailed,
     /// BSON that does not parse: from the server, or a corrupted buffer from the JS side.
     #[error("invalid BSON: {0}")]
     Bson(#[from] bson::error::Error),
@@ -60,6 +63,7 @@ impl Error {
             Error::InvalidArgument(message) => json!({ "kind": "invalidArgument", "message": message }),
             Error::Parse(message) => json!({ "kind": "parse", "message": message }),
             Error::Closed(what) => json!({ "kind": "closed", "message": self.to_string(), "what": what }),
+            Error::CursorFailed => json!({ "kind": "cursorExhausted", "message": self.to_string() }),
             Error::Bson(_) | Error::MalformedBson(_) => {
                 json!({ "kind": "bson", "message": self.to_string() })
             }

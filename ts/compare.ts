@@ -3,6 +3,8 @@
  * type), key order, `NaN` equal to itself, `-0` different from `0`. Reports the first difference.
  * @module
  */
+import { describe } from './bson.js'
+import { MongoInvalidArgumentError } from './errors.js'
 
 /** Options of `firstDifference`. */
 export interface CompareOptions {
@@ -32,13 +34,30 @@ export interface Difference {
 /**
  * The first difference between `a` and `b`, or `undefined` when they are identical in value, type
  * and (unless `ignoreKeyOrder`) key order. Never throws on ordinary query results.
+ * @throws MongoInvalidArgumentError on bad options, or on values nested deeper than the stack allows
+ * (cyclic ones included).
  */
 export function firstDifference(
   a: unknown,
   b: unknown,
   options: CompareOptions = {},
 ): Difference | undefined {
-  return compare(a, b, '$', options.ignoreKeyOrder === true)
+  if (typeof options !== 'object' || options === null) {
+    throw new MongoInvalidArgumentError(`firstDifference options must be an object, got ${describe(options)}`)
+  }
+  const { ignoreKeyOrder = false } = options
+  if (typeof ignoreKeyOrder !== 'boolean') {
+    throw new MongoInvalidArgumentError(`ignoreKeyOrder must be a boolean, got ${describe(ignoreKeyOrder)}`)
+  }
+  try {
+    return compare(a, b, '$', ignoreKeyOrder)
+  } catch (error) {
+    // Recursion keeps the common case fast; a stack overflow is reported as what it means here.
+    if (!(error instanceof RangeError)) throw error
+    throw new MongoInvalidArgumentError('firstDifference: the values are nested too deeply (or cyclic)', {
+      cause: error,
+    })
+  }
 }
 
 /**

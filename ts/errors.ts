@@ -91,7 +91,7 @@ export class MongoCursorInUseError extends MongoAPIError {
   }
 }
 
-/** A closed cursor was read. */
+/** A closed cursor was read, or a cursor was read on after one of its reads failed. */
 export class MongoCursorExhaustedError extends MongoAPIError {
   override code = ErrorCode.CursorExhausted
   constructor(message = 'Cursor is exhausted', options?: MongoErrorOptions) {
@@ -247,11 +247,59 @@ const NAPI_STATUS_CODES = new Set([
 ])
 
 /**
- * Rebuilds the typed error that a native call encoded in its message (see src/error.rs). An error
- * napi-rs raised on its own (a caught panic, an argument it could not convert) becomes a
- * `MongoRuntimeError`; any other error (js-bson's, while serializing a filter) passes through.
+ * The secrets (passwords) of every client created in this process, in each spelling an error
+ * message may hold them: as given, URI-encoded, form-encoded and JSON-escaped. Kept for the
+ * process's lifetime: an error can outlive its client, and a secret is one wherever it appears.
+ */
+const knownSecrets = new Set<string>()
+
+/** Adds a client's secrets to those {@link redactSecrets} removes. */
+export function registerSecrets(secrets: Iterable<string>): void {
+  for (const secret of secrets) {
+    if (!secret) continue
+    const spellings = [
+      secret,
+      encodeURIComponent(secret),
+      new URLSearchParams({ s: secret }).toString().slice(2),
+    ]
+    for (const spelling of spellings) {
+      knownSecrets.add(spelling)
+      knownSecrets.add(JSON.stringify(spelling).slice(1, -1))
+    }
+  }
+}
+
+/** Replaces every known secret with `<redacted>` in `error`'s message and stack, and its causes'. */
+export function redactSecrets<T>(error: T): T {
+  if (knownSecrets.size === 0) return error
+  // Longest first: a spelling that contains another is replaced whole.
+  const secrets = [...knownSecrets].sort((a, b) => b.length - a.length)
+  const redact = (text: string) =>
+    secrets.reduce((result, secret) => result.split(secret).join('<redacted>'), text)
+  const seen = new Set<unknown>()
+  for (
+    let current: unknown = error;
+    current instanceof Error && !seen.has(current);
+    current = current.cause
+  ) {
+    seen.add(current)
+    current.message = redact(current.message)
+    if (typeof current.stack === 'string') current.stack = redact(current.stack)
+  }
+  return error
+}
+
+/**
+ * Rebuilds the typed error that a native call encoded in its message (see src/error.rs), with known
+ * secrets redacted. An error napi-rs raised on its own (a caught panic, an argument it could not
+ * convert) becomes a `MongoRuntimeError`; any other error (js-bson's, while serializing a filter)
+ * passes through.
  */
 export function translateNativeError(error: unknown): unknown {
+  return redactSecrets(rebuildNativeError(error))
+}
+
+function rebuildNativeError(error: unknown): unknown {
   if (!(error instanceof Error)) return error
   if (!error.message.startsWith(NATIVE_ERROR_PREFIX)) {
     const code = (error as { code?: unknown }).code
@@ -279,6 +327,8 @@ export function translateNativeError(error: unknown): unknown {
       return new MongoOperationTimeoutError(message, options)
     case 'invalidArgument':
       return new MongoInvalidArgumentError(message, options)
+    case 'cursorExhausted':
+      return new MongoCursorExhaustedError(message, options)
     case 'parse':
       return new MongoParseError(message, options)
     case 'closed':

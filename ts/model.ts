@@ -31,8 +31,9 @@ export type ModelFields = readonly string[] | { readonly [path: string]: 0 | 1 |
 /** Options of `Model.define`. */
 export interface ModelOptions {
   /**
-   * Passes every filter given to the model through `Model.sanitizeFilter` (conditions added with
-   * `where()` are code, not input, and are not sanitized).
+   * Passes every query's whole filter through `Model.sanitizeFilter` when it runs, conditions added
+   * with `where()`, `equals()`, `gt()`, ... included, as Mongoose's `sanitizeFilter` does: an
+   * operator condition must be marked with `Model.trusted()` to reach the server as an operator.
    */
   sanitizeFilter?: boolean
   /**
@@ -203,9 +204,14 @@ export class Model<TSchema extends Document = Document> {
    * marked with `Model.trusted()` (or Mongoose's `mongoose.trusted()`) is left as it is. With
    * `rejectUnsafeOperators`, `$where`/`$function`/`$accumulator`/`$expr` also throw anywhere the
    * server would evaluate them (a value wrapped in `$eq` is a literal and is not).
-   * @throws MongoInvalidArgumentError on a refused operator.
+   * @throws MongoInvalidArgumentError on a refused operator, or options that are not an object.
    */
   static sanitizeFilter<T extends Document>(filter: T, options: SanitizeFilterOptions = {}): T {
+    if (!isPlainObject(options)) {
+      throw new MongoInvalidArgumentError(
+        `sanitizeFilter options must be an object, got ${describe(options)}`,
+      )
+    }
     const sanitized = sanitize(filter) as T
     if (options.rejectUnsafeOperators) rejectUnsafeOperators(sanitized)
     return sanitized
@@ -213,10 +219,17 @@ export class Model<TSchema extends Document = Document> {
 
   /**
    * Marks a filter value as written by the application, not by a user: `sanitizeFilter` leaves it
-   * as it is (Mongoose's `mongoose.trusted()`, whose marks are honoured too). Returns `value`.
+   * as it is (Mongoose's `mongoose.trusted()`, whose marks are honoured too). Returns `value`; a
+   * primitive is returned as it is (there is nothing to sanitize in it).
+   * @throws MongoInvalidArgumentError on a frozen, sealed or non-extensible object (mark a copy).
    */
   static trusted<T>(value: T): T {
     if (typeof value === 'object' && value !== null && !isTrusted(value)) {
+      if (!Object.isExtensible(value)) {
+        throw new MongoInvalidArgumentError(
+          'Model.trusted cannot mark a frozen or non-extensible object: mark a copy',
+        )
+      }
       Object.defineProperty(value, TRUSTED, { value: true, enumerable: false })
     }
     return value
@@ -243,7 +256,7 @@ export class Model<TSchema extends Document = Document> {
    * The second argument is the driver's find options, or a selection string (`'name age'`).
    */
   find(filter: Document = {}, options: ModelFindOptions | string = {}): ModelQuery<WithId<TSchema>[]> {
-    return new ModelQuery(this.#queryContext(), 'find', this.#filter(filter), normalizeOptions(options))
+    return new ModelQuery(this.#queryContext(), 'find', checkPlainFilter(filter), normalizeOptions(options))
   }
 
   /** The first document matching `filter` (projected to the schema), or `null`. */
@@ -251,7 +264,12 @@ export class Model<TSchema extends Document = Document> {
     filter: Document = {},
     options: ModelFindOptions | string = {},
   ): ModelQuery<WithId<TSchema> | null> {
-    return new ModelQuery(this.#queryContext(), 'findOne', this.#filter(filter), normalizeOptions(options))
+    return new ModelQuery(
+      this.#queryContext(),
+      'findOne',
+      checkPlainFilter(filter),
+      normalizeOptions(options),
+    )
   }
 
   /**
@@ -298,11 +316,9 @@ export class Model<TSchema extends Document = Document> {
     return path === '_id' || this.#fields.paths.some((field) => isSameOrInside(path, field))
   }
 
+  /** The filter sent for `filter`: sanitized when the model asks for it, with its discriminator. */
   #filter(filter: Document): Document {
-    if (!isPlainObject(filter)) {
-      throw new MongoInvalidArgumentError(`Query filter must be a plain object, got ${describe(filter)}`)
-    }
-    let result = filter
+    let result = checkPlainFilter(filter)
     if (this.#options.sanitizeFilter) {
       result = Model.sanitizeFilter(filter, { rejectUnsafeOperators: this.#options.rejectUnsafeOperators })
     }
@@ -318,6 +334,7 @@ export class Model<TSchema extends Document = Document> {
       collection: this.#untyped,
       fields: this.#fields,
       hiddenFields: this.#hiddenFields,
+      filter: (filter) => this.#filter(filter),
     }
   }
 }
@@ -327,6 +344,8 @@ interface QueryContext {
   collection: Collection
   fields: FieldSet
   hiddenFields: readonly string[]
+  /** The filter the query sends for the conditions it gathered. */
+  filter(filter: Document): Document
 }
 
 /**
@@ -347,7 +366,8 @@ export class ModelQuery<TResult> implements PromiseLike<TResult> {
     this.#context = context
     this.#kind = kind
     // A copy: where() adds conditions, and the caller's filter must not change under it.
-    this.#filter = { ...filter }
+    this.#filter = {}
+    defineFields(this.#filter, filter)
     const { projection, sort, ...rest } = options
     this.#options = rest
     this.#fields = context.fields
@@ -408,18 +428,19 @@ export class ModelQuery<TResult> implements PromiseLike<TResult> {
   /**
    * Starts a condition on `path`, finished by `equals`, `gt`, `gte`, `lt`, `lte` or `in`.
    * `where(path, value)` is `where(path).equals(value)`; `where({ ... })` merges conditions.
+   * @throws MongoInvalidArgumentError when `path` is neither a string nor a plain object.
    */
   where(path: string | Document, value?: unknown): this {
-    if (typeof path !== 'string') {
-      Object.assign(this.#filter, path)
-      return this
+    if (typeof path === 'string') {
+      this.#wherePath = path
+      return arguments.length > 1 ? this.equals(value) : this
     }
-    this.#wherePath = path
-    return arguments.length > 1 ? this.equals(value) : this
+    defineFields(this.#filter, checkPlainFilter(path))
+    return this
   }
 
   equals(value: unknown): this {
-    this.#filter[this.#currentPath('equals')] = value
+    defineField(this.#filter, this.#currentPath('equals'), value)
     return this
   }
 
@@ -447,7 +468,8 @@ export class ModelQuery<TResult> implements PromiseLike<TResult> {
   cursor(): FindCursor<TResult extends (infer Item)[] ? Item : NonNullable<TResult>> {
     const options: FindOptions = { ...this.#options, projection: toProjection(this.#fields) }
     if (this.#kind === 'findOne') options.limit = -1
-    return this.#context.collection.find(this.#filter, options) as FindCursor<any>
+    const filter = this.#context.filter(this.#filter)
+    return this.#context.collection.find(filter, options) as FindCursor<any>
   }
 
   /** Runs the query. */
@@ -488,11 +510,31 @@ export class ModelQuery<TResult> implements PromiseLike<TResult> {
   /** Adds `operator` to the path's conditions, keeping operators already there (`gte` then `lt`). */
   #addOperator(operator: string, value: unknown): this {
     const path = this.#currentPath(operator.slice(1))
-    const existing = this.#filter[path]
+    const existing = Object.hasOwn(this.#filter, path) ? this.#filter[path] : undefined
     const conditions = isPlainObject(existing) && Object.keys(existing).every((key) => key.startsWith('$'))
-    this.#filter[path] = { ...(conditions ? existing : {}), [operator]: value }
+    defineField(this.#filter, path, { ...(conditions ? existing : {}), [operator]: value })
     return this
   }
+}
+
+function checkPlainFilter(filter: unknown): Document {
+  if (!isPlainObject(filter)) {
+    throw new MongoInvalidArgumentError(`Query filter must be a plain object, got ${describe(filter)}`)
+  }
+  return filter
+}
+
+/**
+ * Sets `target[key]` as an own field. Defined, not assigned: a "__proto__" key (from JSON input)
+ * stays a field instead of replacing the prototype.
+ */
+function defineField(target: Document, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+}
+
+/** `Object.assign` that keeps every key a field (see `defineField`). */
+function defineFields(target: Document, source: Document): void {
+  for (const [key, value] of Object.entries(source)) defineField(target, key, value)
 }
 
 /** The second argument of `find`/`findOne`: options, or a selection string. */
@@ -688,13 +730,7 @@ function sanitize(filter: unknown): unknown {
     else if (SANITIZE_REFUSED.has(key)) {
       throw new MongoInvalidArgumentError(`${key} is not allowed with sanitizeFilter`)
     } else if (hasOperatorKeys(value) && !isOnlyEq(value)) result = { $eq: value }
-    // Defined, not assigned: a "__proto__" key (from JSON input) stays a field.
-    Object.defineProperty(sanitized, key, {
-      value: result,
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    })
+    defineField(sanitized, key, result)
   }
   return sanitized
 }

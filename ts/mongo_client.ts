@@ -18,6 +18,7 @@ import {
   MongoInvalidArgumentError,
   MongoNotConnectedError,
   MongoParseError,
+  registerSecrets,
 } from './errors.js'
 import { NativeClient } from './native.cjs'
 
@@ -199,19 +200,30 @@ function buildUri(parsed: ParsedUri, options: MongoClientOptions): { uri: string
   return { uri, timeouts }
 }
 
-/** Removes the connection string's credentials from an error message. */
-function redactCredentials(error: unknown, userinfo: string | undefined): unknown {
-  if (!userinfo || !(error instanceof Error)) return error
-  const secrets = new Set([userinfo, decodeURIComponent(userinfo)])
-  for (const part of [...secrets]) {
-    const separator = part.indexOf(':')
-    if (separator >= 0) secrets.add(part.slice(separator + 1))
+/**
+ * The secrets a client is given: the connection string's password, `auth.password` and
+ * `tlsCertificateKeyFilePassword` (option or connection string).
+ */
+function clientSecrets(parsed: ParsedUri, options: MongoClientOptions): string[] {
+  const secrets: string[] = []
+  const uriPassword = parsed.userinfo?.split(':').slice(1).join(':')
+  if (uriPassword) secrets.push(uriPassword, decodeLeniently(uriPassword))
+  if (typeof options.auth?.password === 'string') secrets.push(options.auth.password)
+  if (typeof options.tlsCertificateKeyFilePassword === 'string')
+    secrets.push(options.tlsCertificateKeyFilePassword)
+  for (const [key, value] of new URLSearchParams(parsed.query.slice(1))) {
+    if (key.toLowerCase() === 'tlscertificatekeyfilepassword') secrets.push(value)
   }
-  for (const secret of secrets) {
-    if (secret) error.message = error.message.split(secret).join('<redacted>')
+  return secrets
+}
+
+/** `text` percent-decoded, or as it is when it is not valid percent-encoding. */
+function decodeLeniently(text: string): string {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
   }
-  if (error.cause instanceof Error) redactCredentials(error.cause, userinfo)
-  return error
 }
 
 /** A database's collections. Get one with `client.db(name)`. */
@@ -260,12 +272,12 @@ export class Db {
 
 /**
  * A client for a MongoDB deployment. Operations connect it on first use; `close()` ends it.
- * Credentials in the connection string never appear in errors or `util.inspect`.
+ * Its passwords (connection string, `auth`, `tlsCertificateKeyFilePassword`) never appear in the
+ * errors rumongo raises, from any operation, or in `util.inspect`.
  */
 export class MongoClient {
   readonly #uri: string
   readonly #timeouts: ClientTimeouts
-  readonly #userinfo: string | undefined
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
   #native: Promise<NativeClient> | null = null
@@ -276,8 +288,7 @@ export class MongoClient {
       throw new MongoInvalidArgumentError(`client options must be an object, got ${describe(options)}`)
     }
     const parsed = parseUri(url)
-    this.#userinfo =
-      parsed.userinfo ?? (options.auth?.password ? encodeURIComponent(options.auth.password) : undefined)
+    registerSecrets(clientSecrets(parsed, options))
     const { uri, timeouts } = buildUri(parsed, options)
     this.#uri = uri
     this.#timeouts = timeouts
@@ -290,10 +301,16 @@ export class MongoClient {
     return new MongoClient(url, options).connect()
   }
 
-  /** Connects (selects a server and pings it). Optional: operations connect on first use. */
+  /**
+   * Connects (selects a server and pings it). Optional: operations connect on first use. A closed
+   * client connects again.
+   * @throws MongoNotConnectedError when `close()` was called before the connection completed.
+   */
   async connect(): Promise<this> {
     this.#closed = false
     await this.nativeClient()
+    // close() while connecting closed what this connected: the client is not usable.
+    if (this.#closed) throw new MongoNotConnectedError('Client was closed while connecting')
     return this
   }
 
@@ -321,7 +338,7 @@ export class MongoClient {
     this.#native ??= callNative(() => NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS)).catch(
       (error: unknown) => {
         this.#native = null
-        throw redactCredentials(error, this.#userinfo)
+        throw error
       },
     )
     return this.#native

@@ -182,11 +182,17 @@ export class ShadowCollection<TSchema extends Document = Document> {
     )
   }
 
-  /** Like `Collection.aggregate`; the cursor is the same as `find`'s. */
+  /**
+   * Like `Collection.aggregate`; the cursor is the same as `find`'s.
+   * @throws MongoInvalidArgumentError when `pipeline` is not an array.
+   */
   aggregate<T extends Document = Document>(
     pipeline: readonly Document[] = [],
     options: AggregateOptions = {},
   ): ShadowCursor<T> {
+    if (!Array.isArray(pipeline)) {
+      throw new MongoInvalidArgumentError(`aggregate expects a pipeline array, got ${describe(pipeline)}`)
+    }
     return new ShadowCursor(
       this.#comparer,
       { operation: 'aggregate', pipeline: [...pipeline], options },
@@ -424,6 +430,17 @@ class Comparer {
       throw new MongoInvalidArgumentError(
         `maxConcurrentComparisons must be a positive integer, got ${describe(maxConcurrentComparisons)}`,
       )
+    }
+    for (const [name, type] of [
+      ['ignoreKeyOrder', 'boolean'],
+      ['redact', 'boolean'],
+      ['onMismatch', 'function'],
+      ['onError', 'function'],
+    ] as const) {
+      const value = options[name]
+      if (value !== undefined && typeof value !== type) {
+        throw new MongoInvalidArgumentError(`${name} must be a ${type}, got ${describe(value)}`)
+      }
     }
     this.served = serve
     this.servedCollection = serve === 'official' ? official : rumongo

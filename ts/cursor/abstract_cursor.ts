@@ -24,7 +24,8 @@ export interface CursorSource {
   nativeCollection(): Promise<NativeCollection>
 }
 
-type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'closed'
+/** `failed`: a read failed; every later read rejects instead of passing for the end of the results. */
+type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'failed' | 'closed'
 
 /**
  * Documents per server batch when the caller sets no `batchSize`. The official driver lets the
@@ -76,6 +77,8 @@ export abstract class AbstractCursor<TSchema = Document>
   #prefetchBatches = DEFAULT_PREFETCH
   #id: Long | undefined = undefined
   #transform: ((document: any) => any) | null = null
+  /** The error that failed the cursor (state `failed`). */
+  #failure: unknown = undefined
 
   protected constructor(source: CursorSource) {
     this.#source = source
@@ -86,9 +89,9 @@ export abstract class AbstractCursor<TSchema = Document>
     return this.#source.namespace
   }
 
-  /** True once the cursor is exhausted or closed. */
+  /** True once the cursor is exhausted, failed or closed. */
   get closed(): boolean {
-    return this.#state === 'exhausted' || this.#state === 'closed'
+    return this.#state === 'exhausted' || this.#state === 'failed' || this.#state === 'closed'
   }
 
   /** The server cursor's id once the first batch arrived (`Long(0)` once the server has no more). */
@@ -133,8 +136,16 @@ export abstract class AbstractCursor<TSchema = Document>
     return this.#buffer.length - this.#position
   }
 
-  /** Takes up to `count` buffered documents (all by default) without I/O. */
+  /**
+   * Takes up to `count` buffered documents (all by default) without I/O.
+   * @throws MongoInvalidArgumentError when `count` is not a non-negative integer.
+   */
   readBufferedDocuments(count?: number): TSchema[] {
+    if (count !== undefined && !(Number.isSafeInteger(count) && count >= 0)) {
+      throw new MongoInvalidArgumentError(
+        `readBufferedDocuments expects a non-negative integer, got ${describe(count)}`,
+      )
+    }
     const end =
       count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
     const documents = this.#buffer.slice(this.#position, end)
@@ -159,15 +170,21 @@ export abstract class AbstractCursor<TSchema = Document>
   /**
    * The documents of the next server batch (the rest of the current one first), or `null` once
    * there are no more: a consumer that handles one batch at a time.
+   * @throws MongoCursorExhaustedError once the cursor is closed, or after a read failed.
    */
   async nextBatch(): Promise<TSchema[] | null> {
+    this.#throwIfFailed()
     if (this.#state === 'closed') throw new MongoCursorExhaustedError()
     if (this.bufferedCount() > 0 || (await this.#fetchBatch())) return this.readBufferedDocuments()
     return null
   }
 
-  /** The next document, or `null` when there are no more. */
+  /**
+   * The next document, or `null` when there are no more.
+   * @throws MongoCursorExhaustedError once the cursor is closed, or after a read failed.
+   */
   async next(): Promise<TSchema | null> {
+    this.#throwIfFailed()
     if (this.#state === 'closed') throw new MongoCursorExhaustedError()
     do {
       if (this.#position < this.#buffer.length) {
@@ -183,8 +200,12 @@ export abstract class AbstractCursor<TSchema = Document>
     return this.next()
   }
 
-  /** Whether another document is available. */
+  /**
+   * Whether another document is available (`false` once closed).
+   * @throws MongoCursorExhaustedError after a read failed.
+   */
   async hasNext(): Promise<boolean> {
+    this.#throwIfFailed()
     if (this.#state === 'closed') return false
     do {
       if (this.#position < this.#buffer.length) return true
@@ -192,8 +213,12 @@ export abstract class AbstractCursor<TSchema = Document>
     return false
   }
 
-  /** All remaining documents. */
+  /**
+   * All remaining documents (none once closed).
+   * @throws MongoCursorExhaustedError after a read failed: what is left is unknown, not empty.
+   */
   async toArray(): Promise<TSchema[]> {
+    this.#throwIfFailed()
     if (this.#state === 'closed') return []
     const documents: TSchema[] = []
     do {
@@ -222,9 +247,12 @@ export abstract class AbstractCursor<TSchema = Document>
     return this as unknown as AbstractCursor<T>
   }
 
-  /** Kills the server cursor if still open and drops buffered documents. Idempotent. */
+  /**
+   * Kills the server cursor if still open and drops buffered documents. Idempotent. A failed cursor
+   * stays failed (its reads keep rejecting) until `rewind()`.
+   */
   async close(): Promise<void> {
-    if (this.#state === 'closed') return
+    if (this.#state === 'closed' || this.#state === 'failed') return
     const wasOpening = this.#fetching
     this.#state = 'closed'
     this.#buffer = []
@@ -240,6 +268,7 @@ export abstract class AbstractCursor<TSchema = Document>
   async rewind(): Promise<void> {
     await this.close()
     this.#state = 'new'
+    this.#failure = undefined
     this.#serverHasMore = true
     this.#id = undefined
   }
@@ -282,7 +311,7 @@ export abstract class AbstractCursor<TSchema = Document>
         this.#native = cursor
         this.#decode = this.batchDecode(bsonOptions)
       } catch (error) {
-        this.#state = 'exhausted'
+        this.#fail(error)
         throw error
       }
       // close() during the open: kill what was just opened.
@@ -293,12 +322,12 @@ export abstract class AbstractCursor<TSchema = Document>
       const native = this.#native!
       if (this.#ahead.length === 0) this.#request(native)
       const batch = await this.#ahead.shift()!.catch((error: unknown) => {
-        this.#exhaust()
+        this.#fail(error)
         throw error
       })
       if (this.#state !== 'open') return false
       if (batch === null) {
-        this.#exhaust()
+        this.#end('exhausted')
         return false
       }
       if (batch.cursorId !== undefined) this.#id = Long.fromBigInt(batch.cursorId)
@@ -331,10 +360,33 @@ export abstract class AbstractCursor<TSchema = Document>
     }, lastBatch)
   }
 
-  #exhaust(): void {
-    this.#state = 'exhausted'
+  /** Stops reading: the native cursor is drained, or dropped after a failure. */
+  #end(state: 'exhausted' | 'failed'): void {
+    this.#state = state
     this.#native = null
     this.#ahead = []
+  }
+
+  /**
+   * Marks the cursor failed by `error` (unless its owner closed it meanwhile). The native cursor has
+   * dropped its server cursor already: a getMore is never retried, so a batch could be missing.
+   */
+  #fail(error: unknown): void {
+    if (this.#state === 'closed') return
+    this.#end('failed')
+    this.#failure = error
+  }
+
+  /**
+   * After a failed read, reading on must not pass for the end of the results (the official driver
+   * returns `null` or `[]` there in some cases): it rejects, with the first failure as the cause.
+   */
+  #throwIfFailed(): void {
+    if (this.#state !== 'failed') return
+    const reason = this.#failure instanceof Error ? this.#failure.message : String(this.#failure)
+    throw new MongoCursorExhaustedError(`Cursor is exhausted: an earlier read failed (${reason})`, {
+      cause: this.#failure,
+    })
   }
 }
 
