@@ -124,6 +124,21 @@ describe('reduce', () => {
     expect(result).toEqual(await officialReduce(filter, options, collect, [] as string[]))
   })
 
+  it('accepts what find accepts: options left undefined, no options, no filter', async () => {
+    const count = (n: number) => n + 1
+    const undefinedOptions = { limit: undefined, skip: undefined, sort: undefined, projection: undefined }
+    const direct = await drivers.rumongo
+      .db(dbName)
+      .collection('orders')
+      .find({ status: 'paid' }, undefinedOptions)
+    expect(await pool.reduce(dbName, 'orders', { status: 'paid' }, undefinedOptions, count, 0)).toBe(
+      direct.length,
+    )
+    expect(await pool.reduce(dbName, 'orders', undefined as never, undefined as never, count, 0)).toBe(
+      ORDER_COUNT,
+    )
+  })
+
   it('awaits a reducer that returns a promise', async () => {
     const count = await pool.reduce(
       dbName,
@@ -266,7 +281,8 @@ describe('errors', () => {
     ['an empty database name', () => pool.reduce('', 'orders', {}, {}, (n: number) => n, 0)],
     ['a missing collection name', () => pool.reduce(dbName, undefined as never, {}, {}, (n: number) => n, 0)],
     ['an array filter', () => pool.reduce(dbName, 'orders', [] as never, {}, (n: number) => n, 0)],
-    ['null options', () => pool.reduce(dbName, 'orders', {}, null as never, (n: number) => n, 0)],
+    ['a null filter', () => pool.reduce(dbName, 'orders', null as never, {}, (n: number) => n, 0)],
+    ['a string as options', () => pool.reduce(dbName, 'orders', {}, 'all' as never, (n: number) => n, 0)],
     ['a number reducer', () => pool.reduce(dbName, 'orders', {}, {}, 42 as never, 0)],
     ['a relative module path', () => pool.reduce(dbName, 'orders', {}, {}, './count.cjs', 0)],
     [

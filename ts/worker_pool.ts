@@ -30,7 +30,7 @@ import {
   type MongoErrorOptions,
 } from './errors.js'
 import { MongoClient, type MongoClientOptions } from './mongo_client.js'
-import type { FindOptions } from './options.js'
+import { checkFilter, type FindOptions } from './options.js'
 import type { ReduceRequest, ReducerSpec, SerializedError, WorkerReply } from '../worker/protocol.js'
 
 /** The worker entry, compiled from worker/pool_worker.ts next to this file's build (dist/worker/). */
@@ -288,7 +288,8 @@ export class WorkerPool {
 
   /**
    * Runs `find(filter, options)` on `db.collection` in a worker and folds the documents with
-   * `reducer`, starting from `initial`. Resolves with the final accumulator.
+   * `reducer`, starting from `initial`. Resolves with the final accumulator. `filter` and `options`
+   * are what `find` accepts (options left `undefined` are ignored).
    *
    * `reducer` is either
    * - a function `(accumulator, document) => accumulator`, shipped as source and rebuilt in the
@@ -311,13 +312,12 @@ export class WorkerPool {
     reducer: ReduceFunction<TAccumulator, WithId<TSchema>> | URL | string,
     initial?: TAccumulator,
   ): Promise<TAccumulator> {
-    if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-      throw new MongoInvalidArgumentError(`filter must be an object or an ObjectId, got ${describe(filter)}`)
-    }
-    if (typeof options !== 'object' || options === null) {
+    // The same filter and options as `find(filter, options)` accepts, with the same errors.
+    const query = checkFilter(filter === undefined ? {} : filter)
+    if (options !== undefined && options !== null && typeof options !== 'object') {
       throw new MongoInvalidArgumentError(`options must be an object, got ${describe(options)}`)
     }
-    const { signal, timeoutMS = 0, ...findOptions } = options
+    const { signal, timeoutMS = 0, ...findOptions } = options ?? {}
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new MongoInvalidArgumentError(`signal must be an AbortSignal, got ${describe(signal)}`)
     }
@@ -337,6 +337,10 @@ export class WorkerPool {
       )
     }
     // The filter crosses as BSON, byte for byte what the worker's find sends (js-bson types kept).
+    // Options left undefined are dropped, as find drops them, instead of arriving as null.
+    const definedOptions = Object.fromEntries(
+      Object.entries(findOptions).filter(([, value]) => value !== undefined),
+    )
     const serialize = {
       ignoreUndefined: findOptions.ignoreUndefined ?? this.#clientOptions.ignoreUndefined ?? false,
       serializeFunctions: findOptions.serializeFunctions ?? this.#clientOptions.serializeFunctions ?? false,
@@ -345,8 +349,8 @@ export class WorkerPool {
       type: 'reduce',
       id: this.#nextId++,
       ...names,
-      filter: BSON.serialize({ filter }, serialize),
-      options: BSON.serialize({ options: findOptions }, serialize),
+      filter: BSON.serialize({ filter: query }, serialize),
+      options: BSON.serialize({ options: definedOptions }, serialize),
       reducer: spec,
       hasInitial: initial !== undefined,
       initial,
