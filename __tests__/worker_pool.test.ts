@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Collection as OfficialCollection, Document } from 'mongodb'
 import {
   ErrorCode,
+  MongoError,
   MongoInvalidArgumentError,
   MongoOperationTimeoutError,
   MongoParseError,
@@ -256,6 +257,29 @@ describe('errors', () => {
     expect((error as MongoServerError).codeName).toBe((expected as unknown as MongoServerError).codeName)
     expect(error.message).toBe(expected.message)
   })
+
+  it.each(['networkTimeout', 'network', 'server', 'serverWithTextCode', 'pool'])(
+    'rebuilds a rumongo error (%s) with its class, code, codeName, labels and cause',
+    async (kind) => {
+      const { makeError } = (await import(fixture('mongo_errors.mjs').href)) as {
+        makeError: Record<string, () => MongoError>
+      }
+      const expected = makeError[kind]!()
+      const error = (await rejection(
+        pool.reduce(dbName, 'orders', { n: 1 }, {}, fixture('mongo_errors.mjs'), kind),
+      )) as MongoError
+      expect(error).toBeInstanceOf(expected.constructor)
+      expect(Object.getPrototypeOf(error)).toBe(Object.getPrototypeOf(expected))
+      expect(error.name).toBe(expected.name)
+      expect(error.message).toBe(expected.message)
+      expect(error.code).toBe(expected.code)
+      expect((error as MongoServerError).codeName).toBe((expected as MongoServerError).codeName)
+      expect(error.errorLabels).toEqual(expected.errorLabels)
+      expect(error.stack).toContain('mongo_errors.mjs')
+      if (expected.cause === undefined) expect(error.cause).toBeUndefined()
+      else expect(error.cause).toEqual(expected.cause)
+    },
+  )
 
   it('rejects an option rumongo does not support with a typed error from the worker', async () => {
     const error = await rejection(

@@ -10,24 +10,13 @@ import { Worker, type ResourceLimits } from 'node:worker_threads'
 import { BSON, BSONError, type Document, type ObjectId } from 'bson'
 import { describe } from './bson.js'
 import type { Filter, WithId } from './collection.js'
+import * as errors from './errors.js'
 import {
   ErrorCode,
-  MongoAPIError,
-  MongoCursorExhaustedError,
-  MongoCursorInUseError,
-  MongoDriverError,
   MongoError,
   MongoInvalidArgumentError,
-  MongoNetworkError,
-  MongoNotConnectedError,
   MongoOperationTimeoutError,
-  MongoParseError,
-  MongoRuntimeError,
-  MongoServerError,
-  MongoServerSelectionError,
-  MongoSystemError,
   MongoWorkerPoolError,
-  type MongoErrorOptions,
 } from './errors.js'
 import { MongoClient, type MongoClientOptions } from './mongo_client.js'
 import { checkFilter, type FindOptions } from './options.js'
@@ -103,24 +92,18 @@ interface PoolWorker {
   failure?: Error
 }
 
-/** rumongo's errors by name, rebuilt on this side of the thread boundary with their class. */
-const MONGO_ERRORS: Record<string, new (message: string, options?: MongoErrorOptions) => MongoError> = {
-  MongoError,
-  MongoDriverError,
-  MongoAPIError,
-  MongoInvalidArgumentError,
-  MongoCursorInUseError,
-  MongoCursorExhaustedError,
-  MongoNotConnectedError,
-  MongoOperationTimeoutError,
-  MongoParseError,
-  MongoRuntimeError,
-  MongoNetworkError,
-  MongoSystemError,
-  MongoServerSelectionError,
-}
+/** rumongo's error classes by name: every class ts/errors.ts exports. */
+const MONGO_ERRORS = new Map(
+  Object.values(errors)
+    .filter(
+      (value): value is typeof MongoError =>
+        typeof value === 'function' && (value === MongoError || value.prototype instanceof MongoError),
+    )
+    .map((errorClass) => [errorClass.prototype.name, errorClass]),
+)
 
-const BUILTIN_ERRORS: Record<string, ErrorConstructor> = {
+/** Other errors rebuilt with their class; each takes `(message, { cause })`. */
+const PLAIN_ERRORS: Record<string, new (message: string, options?: { cause?: unknown }) => Error> = {
   Error,
   EvalError,
   RangeError,
@@ -128,23 +111,26 @@ const BUILTIN_ERRORS: Record<string, ErrorConstructor> = {
   SyntaxError,
   TypeError,
   URIError,
+  BSONError,
 }
 
-/** The error a worker reported, with its class (rumongo's or built-in), message, stack and code. */
+/** The error a worker reported, with its class (rumongo's or built-in), message, stack, code and cause. */
 function rebuildError(serialized: SerializedError): Error {
   const { name, message, code, codeName, errorLabels } = serialized
+  const cause = serialized.cause && rebuildError(serialized.cause)
+  const options = cause === undefined ? {} : { cause }
+  const mongoClass = MONGO_ERRORS.get(name)
   let error: Error
-  if (name === 'MongoServerError' && typeof code === 'number') {
-    error = new MongoServerError(message, { code, codeName: codeName ?? '', errorLabels })
-  } else if (name in MONGO_ERRORS) {
-    error = new MONGO_ERRORS[name]!(message, { errorLabels })
-  } else if (name === 'BSONError') {
-    error = new BSONError(message)
+  if (mongoClass) {
+    // Built by the base constructor with the class's prototype: the classes differ only in their
+    // constructor's parameters and in the code and codeName they set, which are copied below.
+    error = Reflect.construct(MongoError, [message, { ...options, errorLabels }], mongoClass)
   } else {
-    error = new (BUILTIN_ERRORS[name] ?? Error)(message)
-    if (!(name in BUILTIN_ERRORS)) Object.defineProperty(error, 'name', { value: name, configurable: true })
-    if (code !== undefined) Object.assign(error, { code })
+    error = new (PLAIN_ERRORS[name] ?? Error)(message, options)
+    if (!(name in PLAIN_ERRORS)) Object.defineProperty(error, 'name', { value: name, configurable: true })
   }
+  if (code !== undefined) Object.assign(error, { code })
+  if (codeName !== undefined) Object.assign(error, { codeName })
   if (serialized.stack !== undefined) error.stack = serialized.stack
   return error
 }
@@ -301,8 +287,8 @@ export class WorkerPool {
    *
    * `initial` and the result are structured-cloned across threads: BSON values (ObjectId, Long,
    * ...) arrive as plain objects, so reduce them to strings or numbers. A reducer may return a
-   * promise. Errors keep their class, message, stack and `code` (`MongoServerError` keeps
-   * `codeName`).
+   * promise. Errors keep their class, message, stack, `code`, `codeName`, `errorLabels` and
+   * `cause` (when an `Error`).
    */
   async reduce<TAccumulator, TSchema extends Document = Document>(
     db: string,

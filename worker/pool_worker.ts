@@ -43,9 +43,11 @@ function post(reply: WorkerReply): void {
   port.postMessage(reply)
 }
 
-function serializeError(error: unknown): SerializedError {
+/** `error` as it crosses threads; `seen` stops a cause chain that loops. */
+function serializeError(error: unknown, seen = new Set<unknown>()): SerializedError {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) }
-  const { name, message, stack } = error
+  seen.add(error)
+  const { name, message, stack, cause } = error
   const { code, codeName } = error as { code?: unknown; codeName?: unknown }
   return {
     name,
@@ -54,6 +56,7 @@ function serializeError(error: unknown): SerializedError {
     ...(typeof code === 'number' || typeof code === 'string' ? { code } : {}),
     ...(typeof codeName === 'string' ? { codeName } : {}),
     ...(error instanceof MongoError ? { errorLabels: error.errorLabels } : {}),
+    ...(cause instanceof Error && !seen.has(cause) ? { cause: serializeError(cause, seen) } : {}),
   }
 }
 

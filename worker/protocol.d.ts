@@ -19,6 +19,8 @@ export interface SerializedError {
   code?: number | string
   codeName?: string
   errorLabels?: string[]
+  /** The error's `cause`, when it is an `Error`. */
+  cause?: SerializedError
 }
 
 export interface ReduceRequest {
