@@ -386,6 +386,57 @@ describe('cancellation and limits', () => {
     )
   })
 
+  it('stops an aborted call in its worker without disturbing a call running beside it', async () => {
+    const shared = await WorkerPool.create({ uri, size: 1, concurrentTasksPerWorker: 2 })
+    try {
+      const reduceThread = (filter: Document) =>
+        shared.reduce(dbName, 'orders', filter, {}, fixture('thread.mjs')) as Promise<{
+          n: number
+          threadId: number
+        }>
+      const { threadId } = await reduceThread({ n: 1 })
+      const controller = new AbortController()
+      // Its first batch keeps the thread busy for seconds: the abort must stop it between documents.
+      const aborted = rejection(
+        shared.reduce(dbName, 'orders', {}, { signal: controller.signal }, slowCount, 0),
+      )
+      const beside = reduceThread({})
+      setTimeout(() => controller.abort(), 200)
+      expect((await aborted).name).toBe('AbortError')
+      expect(await beside).toEqual({ n: ORDER_COUNT, threadId })
+      expect((await reduceThread({ n: 1 })).threadId).toBe(threadId)
+    } finally {
+      await shared.close()
+    }
+  })
+
+  it('terminates a worker stuck in a cancelled reducer: re-queues the calls it had not begun, fails the others', async () => {
+    const shared = await WorkerPool.create({ uri, size: 1, concurrentTasksPerWorker: 3 })
+    try {
+      const slowAsyncCount = async (n: number) => {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        return n + 1
+      }
+      const begun = rejection(shared.reduce(dbName, 'orders', {}, {}, slowAsyncCount, 0))
+      const endless = (n: number) => {
+        for (;;) n++
+      }
+      const stuck = rejection(shared.reduce(dbName, 'orders', { n: 1 }, { timeoutMS: 600 }, endless, 0))
+      // Sent once the endless loop holds the thread: the worker never reads it.
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      const notBegun = shared.reduce(dbName, 'orders', { status: 'paid' }, {}, (n: number) => n + 1, 0)
+      expect(await stuck).toBeInstanceOf(MongoOperationTimeoutError)
+      const error = await begun
+      expect(error).toBeInstanceOf(MongoWorkerPoolError)
+      expect(error.code).toBe(ErrorCode.PoolWorkerExited)
+      expect(error.message).toMatch(/a cancelled call's reducer did not return within 1000 ms/)
+      expect(await notBegun).toBe(ORDER_COUNT / 3)
+      expect(shared.size).toBe(1)
+    } finally {
+      await shared.close()
+    }
+  })
+
   it('times out an endless reducer, replaces its worker and keeps serving', async () => {
     const single = await WorkerPool.create({ uri, size: 1 })
     try {
@@ -395,7 +446,7 @@ describe('cancellation and limits', () => {
       const endless = (n: number) => {
         for (;;) n++
       }
-      const error = await rejection(single.reduce(dbName, 'orders', {}, { timeoutMS: 200 }, endless, 0))
+      const error = await rejection(single.reduce(dbName, 'orders', { n: 1 }, { timeoutMS: 300 }, endless, 0))
       expect(error).toBeInstanceOf(MongoOperationTimeoutError)
       expect(error.code).toBe(ErrorCode.OperationTimeout)
       const after = (await single.reduce(dbName, 'orders', { n: 1 }, {}, fixture('thread.mjs'))) as {

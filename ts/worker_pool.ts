@@ -49,12 +49,15 @@ export interface WorkerPoolOptions {
 
 /** Options of {@link WorkerPool.reduce}: the find options, plus the call's cancellation and time limit. */
 export interface PoolReduceOptions extends FindOptions {
-  /** Aborting rejects the call with `signal.reason` and stops its query. */
+  /**
+   * Aborting rejects the call with `signal.reason`. Its worker stops it before the next document
+   * (at once while it awaits a getMore or a reducer's promise) and closes its cursor; a reducer
+   * that does not return within a second (an endless loop) gets its worker terminated.
+   */
   signal?: AbortSignal
   /**
    * Time limit of the whole call (queueing, query and reducer) in ms; 0 or absent means none.
-   * Past it the call rejects with `MongoOperationTimeoutError`; a reducer that does not return
-   * (an endless loop) gets its worker terminated and replaced.
+   * Past it the call rejects with `MongoOperationTimeoutError` and stops in its worker, as on abort.
    */
   timeoutMS?: number
 }
@@ -76,6 +79,8 @@ interface Task {
   resolve(value: unknown): void
   reject(error: unknown): void
   settled: boolean
+  /** Whether its worker began it: a call it had not is re-queued if the worker dies. */
+  started: boolean
   /** Removes the abort listener and the timeout. */
   release(): void
 }
@@ -213,8 +218,9 @@ function checkCount(value: unknown, what: string, fallback: number): number {
  * (structured-cloned) comes back, so the main thread's event loop stays free.
  *
  * - Calls go to the least busy worker; when every worker is busy they wait in a bounded queue.
- * - A worker that crashes (an uncaught error, `process.exit`, out of memory) rejects only the calls
- *   it was running with `ERR_POOL_WORKER_EXITED`, and is replaced.
+ * - A worker that dies (an uncaught error, `process.exit`, out of memory, terminated when stuck in
+ *   a cancelled reducer) is replaced. The calls it had begun reject with `ERR_POOL_WORKER_EXITED`;
+ *   the calls it had not begun are re-queued.
  * - It pays off when reducing many documents to a small result. Returning large data is slower
  *   than a direct `find` on the main thread: every value is cloned across threads.
  */
@@ -340,6 +346,7 @@ export class WorkerPool {
       reducer: spec,
       hasInitial: initial !== undefined,
       initial,
+      stopFlag: new Int32Array(new SharedArrayBuffer(4)),
     }
     return new Promise<TAccumulator>((resolve, reject) => {
       const task: Task = {
@@ -347,6 +354,7 @@ export class WorkerPool {
         resolve: resolve as (value: unknown) => void,
         reject,
         settled: false,
+        started: false,
         release: () => {
           clearTimeout(timer)
           signal?.removeEventListener('abort', onAbort)
@@ -428,6 +436,9 @@ export class WorkerPool {
           this.#updateRef(worker)
           if (reply.type === 'ready') resolve()
           else reject(rebuildError(reply.error))
+        } else if (reply.type === 'started') {
+          const task = worker.tasks.get(reply.id)
+          if (task) task.started = true
         } else {
           this.#onReply(worker, reply)
         }
@@ -490,7 +501,7 @@ export class WorkerPool {
     }
   }
 
-  #onReply(worker: PoolWorker, reply: Extract<WorkerReply, { id: number }>): void {
+  #onReply(worker: PoolWorker, reply: Extract<WorkerReply, { type: 'result' | 'error' }>): void {
     const task = worker.tasks.get(reply.id)
     if (!task) return
     worker.tasks.delete(reply.id)
@@ -505,16 +516,22 @@ export class WorkerPool {
     this.#workers.delete(worker)
     const cause = worker.failure
     const ranCalls = worker.tasks.size > 0
+    const requeued: Task[] = []
     for (const task of worker.tasks.values()) {
-      this.#reject(
-        task,
-        new MongoWorkerPoolError(
-          ErrorCode.PoolWorkerExited,
-          `the worker running this call exited (code ${code})${cause ? `: ${cause.message}` : ''}`,
-          { cause },
-        ),
-      )
+      // A call the worker never began runs on another worker; one it began may have run part of
+      // its reducer, so it fails.
+      if (!task.started) requeued.push(task)
+      else
+        this.#reject(
+          task,
+          new MongoWorkerPoolError(
+            ErrorCode.PoolWorkerExited,
+            `the worker running this call exited (code ${code})${cause ? `: ${cause.message}` : ''}`,
+            { cause },
+          ),
+        )
     }
+    this.#queue.unshift(...requeued.filter((task) => !task.settled))
     worker.tasks.clear()
     // A worker that dies at startup, before connecting or running anything, would die again: not
     // replaced, so a broken setup (e.g. resourceLimits too small to load the addon) cannot respawn
@@ -525,7 +542,11 @@ export class WorkerPool {
     this.#checkDrained()
   }
 
-  /** Rejects a call now (abort, timeout); its worker gets a grace period to stop the query. */
+  /**
+   * Rejects a call now (abort, timeout) and stops it in its worker, which closes its cursor. A
+   * worker whose call has not stopped after a grace period is stuck in the reducer (an endless
+   * loop): it is terminated and replaced.
+   */
   #cancel(task: Task, reason: unknown): void {
     if (task.settled) return
     this.#reject(task, reason)
@@ -537,13 +558,15 @@ export class WorkerPool {
     }
     const worker = [...this.#workers].find((candidate) => candidate.tasks.has(task.request.id))
     if (!worker) return
+    // Seen by the reducer loop between two documents even while it keeps the thread busy; the
+    // message interrupts what the call awaits (a getMore, a reducer's promise).
+    Atomics.store(task.request.stopFlag, 0, 1)
     worker.worker.postMessage({ type: 'cancel', id: task.request.id })
     setTimeout(() => {
-      // Still running after the grace period: its reducer blocks the thread (an endless loop).
       if (!worker.tasks.has(task.request.id) || worker.stopping) return
       worker.failure ??= new MongoWorkerPoolError(
         ErrorCode.PoolWorkerExited,
-        'terminated because a cancelled call did not stop',
+        `terminated because a cancelled call's reducer did not return within ${CANCEL_GRACE_MS} ms`,
       )
       void worker.worker.terminate()
     }, CANCEL_GRACE_MS).unref()

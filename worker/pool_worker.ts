@@ -36,8 +36,7 @@ const client = new MongoClient(uri, clientOptions)
 /** Reducer modules, imported once per worker (a rejected import is retried by the next call). */
 const modules = new Map<string, Promise<Reducer>>()
 const functions = new Map<string, ReduceFunction>()
-const running = new Map<number, Promise<void>>()
-const cancelled = new Set<number>()
+const running = new Map<number, RunningCall>()
 
 function post(reply: WorkerReply): void {
   port.postMessage(reply)
@@ -99,57 +98,108 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return typeof (value as { then?: unknown } | null)?.then === 'function'
 }
 
-async function runReduce(request: ReduceRequest): Promise<unknown> {
-  const { reduce, init } = await loadReducer(request.reducer)
+/** Why a call stopped early: the pool cancelled it (abort, timeout) or is closing. */
+const STOPPED = new Error('the call was cancelled')
+
+/** A call this worker runs, and its way to stop: the pool cancels it, or the worker closes. */
+class RunningCall {
+  /** Set to 1 by the pool (or by stop()): shared memory, so a reducer looping through a batch sees it. */
+  readonly #stopFlag: Int32Array
+  /** Rejects the one promise the call awaits, if any, when it stops. */
+  #interrupt: ((reason: unknown) => void) | undefined
+  /** Settles once its cursor is closed: a stopped call answers before that. */
+  cursorClosed: Promise<void> = Promise.resolve()
+  /** Settles once the call has answered and its cursor is closed. */
+  done: Promise<void> = Promise.resolve()
+
+  constructor(stopFlag: Int32Array) {
+    this.#stopFlag = stopFlag
+  }
+
+  get stopped(): boolean {
+    return Atomics.load(this.#stopFlag, 0) === 1
+  }
+
+  stop(): void {
+    Atomics.store(this.#stopFlag, 0, 1)
+    this.#interrupt?.(STOPPED)
+  }
+
+  throwIfStopped(): void {
+    if (this.stopped) throw STOPPED
+  }
+
+  /**
+   * `value` once it settles, or a rejection as soon as the call stops: a pending getMore or a
+   * reducer promise that never settles does not hold the call (one await at a time per call).
+   */
+  async unlessStopped<T>(value: T | PromiseLike<T>): Promise<T> {
+    this.throwIfStopped()
+    try {
+      return await new Promise<T>((resolve, reject) => {
+        this.#interrupt = reject
+        Promise.resolve(value).then(resolve, reject)
+      })
+    } finally {
+      this.#interrupt = undefined
+    }
+  }
+}
+
+async function runReduce(request: ReduceRequest, call: RunningCall): Promise<unknown> {
+  const { reduce, init } = await call.unlessStopped(loadReducer(request.reducer))
   // Numbers keep their BSON type in the filter (Int32, Double, Long), as the caller sent them;
   // options are plain numbers, which their validation expects.
   const { filter } = BSON.deserialize(request.filter, { promoteValues: false })
   const { options } = BSON.deserialize(request.options, { promoteLongs: false })
-  let accumulator = request.hasInitial ? request.initial : await init?.()
+  let accumulator = request.hasInitial ? request.initial : await call.unlessStopped(init?.())
   const cursor = client.db(request.db).collection(request.collection).find(filter, options)
   try {
-    // A batch at a time: a cancel message is seen between batches.
-    while (!cancelled.has(request.id) && (await cursor.hasNext())) {
+    while (await call.unlessStopped(cursor.hasNext())) {
       for (const document of cursor.readBufferedDocuments()) {
+        call.throwIfStopped()
         accumulator = reduce(accumulator, document)
-        if (isThenable(accumulator)) accumulator = await accumulator
+        if (isThenable(accumulator)) accumulator = await call.unlessStopped(accumulator)
       }
     }
   } finally {
-    await cursor.close()
+    // Also after a stop, which answers without waiting: the close first waits for a getMore in
+    // flight, then kills the server cursor.
+    const closed = cursor.close()
+    call.cursorClosed = closed.catch(() => {})
+    if (!call.stopped) await closed
   }
   return accumulator
 }
 
 function start(request: ReduceRequest): void {
   const { id } = request
+  post({ type: 'started', id })
+  const call = new RunningCall(request.stopFlag)
+  running.set(id, call)
   const fail = (error: unknown) => {
     const serialized = serializeError(error)
     if (request.reducer.kind === 'function' && error instanceof ReferenceError)
       serialized.message += CLOSURE_HINT
     post({ type: 'error', id, error: serialized })
   }
-  const run = runReduce(request).then((value) => {
-    try {
-      post({ type: 'result', id, value })
-    } catch (error) {
-      // Not structured-cloneable (a function, a class instance with private state, ...).
-      fail(new TypeError(`the accumulator cannot be sent back to the main thread: ${String(error)}`))
-    }
-  }, fail)
-  running.set(
-    id,
-    run.finally(() => {
-      running.delete(id)
-      cancelled.delete(id)
-    }),
-  )
+  call.done = runReduce(request, call)
+    .then((value) => {
+      try {
+        post({ type: 'result', id, value })
+      } catch (error) {
+        // Not structured-cloneable (a function, a class instance with private state, ...).
+        fail(new TypeError(`the accumulator cannot be sent back to the main thread: ${String(error)}`))
+      }
+    }, fail)
+    .then(() => call.cursorClosed)
+    .finally(() => running.delete(id))
 }
 
-/** Stops running reductions at their next batch, closes the client, and lets the thread end. */
+/** Stops running reductions, closes the client, and lets the thread end. */
 async function close(): Promise<void> {
-  for (const id of running.keys()) cancelled.add(id)
-  await Promise.allSettled(running.values())
+  for (const call of running.values()) call.stop()
+  await Promise.all([...running.values()].map((call) => call.done))
   try {
     await client.close()
   } finally {
@@ -159,9 +209,8 @@ async function close(): Promise<void> {
 
 port.on('message', (request: WorkerRequest) => {
   if (request.type === 'reduce') start(request)
-  else if (request.type === 'cancel') {
-    if (running.has(request.id)) cancelled.add(request.id)
-  } else {
+  else if (request.type === 'cancel') running.get(request.id)?.stop()
+  else {
     // A failed client close has no one left to report to: the pool is shutting this thread down.
     close().catch(() => {})
   }

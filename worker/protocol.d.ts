@@ -35,6 +35,8 @@ export interface ReduceRequest {
   reducer: ReducerSpec
   hasInitial: boolean
   initial: unknown
+  /** On a SharedArrayBuffer: the pool sets it to 1 to stop the call (see RunningCall). */
+  stopFlag: Int32Array
 }
 
 export type WorkerRequest = ReduceRequest | { type: 'cancel'; id: number } | { type: 'close' }
@@ -42,5 +44,7 @@ export type WorkerRequest = ReduceRequest | { type: 'cancel'; id: number } | { t
 export type WorkerReply =
   | { type: 'ready' }
   | { type: 'startupError'; error: SerializedError }
+  /** The worker received the call and began it. */
+  | { type: 'started'; id: number }
   | { type: 'result'; id: number; value: unknown }
   | { type: 'error'; id: number; error: SerializedError }
