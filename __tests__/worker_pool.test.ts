@@ -347,6 +347,7 @@ describe('errors', () => {
           () => 1,
         ),
     ],
+    ['a negative close timeoutMS', () => pool.close({ timeoutMS: -1 })],
     ['size 0', () => WorkerPool.create({ uri, size: 0 })],
     ['maxQueue 1.5', () => WorkerPool.create({ uri, maxQueue: 1.5 })],
     ['no uri', () => WorkerPool.create({} as never)],
@@ -526,6 +527,25 @@ describe('close', () => {
     for (const error of await Promise.all([running, queued])) {
       expect(error).toBeInstanceOf(MongoWorkerPoolError)
       expect(error.code).toBe(ErrorCode.PoolClosed)
+    }
+  })
+
+  it('gives running and queued calls timeoutMS to finish, then rejects them and ends the workers', async () => {
+    const closing = await WorkerPool.create({ uri, size: 1 })
+    const endless = (n: number) => {
+      for (;;) n++
+    }
+    const running = rejection(closing.reduce(dbName, 'orders', { n: 1 }, {}, endless, 0))
+    const queued = rejection(closing.reduce(dbName, 'orders', {}, {}, (n: number) => n + 1, 0))
+    const started = Date.now()
+    await closing.close({ timeoutMS: 300 })
+    // 300 ms, then a second for the stuck reducer to return before its worker is terminated.
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(closing.size).toBe(0)
+    for (const error of await Promise.all([running, queued])) {
+      expect(error).toBeInstanceOf(MongoWorkerPoolError)
+      expect(error.code).toBe(ErrorCode.PoolClosed)
+      expect(error.message).toMatch(/closed before this call finished \(close timeoutMS: 300 ms\)/)
     }
   })
 

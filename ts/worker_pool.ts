@@ -31,6 +31,12 @@ const CANCEL_GRACE_MS = 1_000
 /** How long `close()` waits for a worker to close its client and exit before terminating it. */
 const STOP_TIMEOUT_MS = 5_000
 
+/**
+ * How long `close()` lets queued and running calls finish by default: within the usual shutdown
+ * grace periods (10 to 30 s), so that a call that never ends cannot hold a shutdown.
+ */
+const CLOSE_TIMEOUT_MS = 10_000
+
 /** Options of {@link WorkerPool.create}. */
 export interface WorkerPoolOptions {
   /** The connection string every worker's client connects with. */
@@ -70,8 +76,13 @@ export type ReduceFunction<TAccumulator, TSchema> = (
 
 /** Options of {@link WorkerPool.close}. */
 export interface WorkerPoolCloseOptions {
-  /** Reject queued and running calls with `ERR_POOL_CLOSED` instead of letting them finish. */
+  /** Reject queued and running calls with `ERR_POOL_CLOSED` at once instead of letting them finish. */
   force?: boolean
+  /**
+   * How long queued and running calls get to finish, in ms; 0 means no limit. Default: 10 000.
+   * Calls still pending then reject with `ERR_POOL_CLOSED` and are stopped, as with `force`.
+   */
+  timeoutMS?: number
 }
 
 interface Task {
@@ -204,6 +215,15 @@ function checkName(value: unknown, what: string): string {
   return value
 }
 
+/** A `timeoutMS` option: a non-negative number of ms (0: no limit). */
+function checkTimeout(value: unknown, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new MongoInvalidArgumentError(`timeoutMS must be a non-negative number, got ${describe(value)}`)
+  }
+  return value
+}
+
 function checkCount(value: unknown, what: string, fallback: number): number {
   if (value === undefined) return fallback
   if (!Number.isSafeInteger(value) || (value as number) < 1) {
@@ -309,15 +329,11 @@ export class WorkerPool {
     if (options !== undefined && options !== null && typeof options !== 'object') {
       throw new MongoInvalidArgumentError(`options must be an object, got ${describe(options)}`)
     }
-    const { signal, timeoutMS = 0, ...findOptions } = options ?? {}
+    const { signal, timeoutMS: timeoutOption, ...findOptions } = options ?? {}
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new MongoInvalidArgumentError(`signal must be an AbortSignal, got ${describe(signal)}`)
     }
-    if (typeof timeoutMS !== 'number' || !Number.isFinite(timeoutMS) || timeoutMS < 0) {
-      throw new MongoInvalidArgumentError(
-        `timeoutMS must be a non-negative number, got ${describe(timeoutMS)}`,
-      )
-    }
+    const timeoutMS = checkTimeout(timeoutOption, 0)
     const names = { db: checkName(db, 'database'), collection: checkName(collection, 'collection') }
     const spec = reducerSpec(reducer)
     if (this.#closing) throw new MongoWorkerPoolError(ErrorCode.PoolClosed, 'the worker pool is closed')
@@ -376,12 +392,15 @@ export class WorkerPool {
   }
 
   /**
-   * Stops the pool. New calls reject with `ERR_POOL_CLOSED`. By default queued and running calls
-   * finish first; with `force` they reject with `ERR_POOL_CLOSED`. Then every worker closes its
-   * client and exits (a worker that does not is terminated), so no handle is left open.
+   * Stops the pool. New calls reject with `ERR_POOL_CLOSED`. Queued and running calls get
+   * `timeoutMS` (default 10 s) to finish, then reject with `ERR_POOL_CLOSED` and are stopped as on
+   * abort; with `force` they do at once. Then every worker closes its client and exits (a worker
+   * that does not is terminated), so no handle is left open. Later calls return the first call's
+   * promise.
    */
-  close(options: WorkerPoolCloseOptions = {}): Promise<void> {
-    this.#closing ??= this.#close(options.force === true)
+  async close(options: WorkerPoolCloseOptions = {}): Promise<void> {
+    const timeoutMS = checkTimeout(options.timeoutMS, CLOSE_TIMEOUT_MS)
+    this.#closing ??= this.#close(options.force === true ? null : timeoutMS)
     return this.#closing
   }
 
@@ -389,19 +408,24 @@ export class WorkerPool {
     await this.close()
   }
 
-  async #close(force: boolean): Promise<void> {
-    if (force) {
-      const closed = () => new MongoWorkerPoolError(ErrorCode.PoolClosed, 'the worker pool was closed')
-      for (const task of this.#queue.splice(0)) this.#reject(task, closed())
-      for (const worker of this.#workers) {
-        for (const task of worker.tasks.values()) this.#reject(task, closed())
-      }
-    } else {
+  /** Lets calls finish for up to `timeoutMS` (null: not at all), stops what is left, ends the workers. */
+  async #close(timeoutMS: number | null): Promise<void> {
+    if (timeoutMS !== null) {
       await new Promise<void>((resolve) => {
-        this.#drainWaiters.push(resolve)
+        const timer = timeoutMS > 0 ? setTimeout(resolve, timeoutMS) : undefined
+        this.#drainWaiters.push(() => {
+          clearTimeout(timer)
+          resolve()
+        })
         this.#checkDrained()
       })
     }
+    const reason =
+      timeoutMS === null
+        ? 'the worker pool was closed'
+        : `the worker pool was closed before this call finished (close timeoutMS: ${timeoutMS} ms)`
+    const pending = [...this.#queue, ...[...this.#workers].flatMap((worker) => [...worker.tasks.values()])]
+    for (const task of pending) this.#cancel(task, new MongoWorkerPoolError(ErrorCode.PoolClosed, reason))
     await Promise.all([...this.#workers].map((worker) => this.#stop(worker)))
   }
 
@@ -563,7 +587,7 @@ export class WorkerPool {
     Atomics.store(task.request.stopFlag, 0, 1)
     worker.worker.postMessage({ type: 'cancel', id: task.request.id })
     setTimeout(() => {
-      if (!worker.tasks.has(task.request.id) || worker.stopping) return
+      if (!worker.tasks.has(task.request.id)) return
       worker.failure ??= new MongoWorkerPoolError(
         ErrorCode.PoolWorkerExited,
         `terminated because a cancelled call's reducer did not return within ${CANCEL_GRACE_MS} ms`,
