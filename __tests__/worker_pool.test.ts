@@ -1,9 +1,11 @@
 // WorkerPool: reductions on worker threads, parity with the official driver, errors, cancellation,
 // crashes, close and process exit.
 import { execFile } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import type { WorkerOptions } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Collection as OfficialCollection, Document } from 'mongodb'
 import {
@@ -57,6 +59,28 @@ const slowCount = (count: number) => {
   const until = Date.now() + 2
   while (Date.now() < until);
   return count + 1
+}
+
+/**
+ * Makes the next `count` worker threads started in this process run out of memory while loading
+ * (a heap too small for rumongo), as a replacement can; the pool reaches `Worker` through the
+ * CommonJS exports object patched here. Returns the undo.
+ */
+function failWorkerStarts(count: number): () => void {
+  const threads = createRequire(import.meta.url)(
+    'node:worker_threads',
+  ) as typeof import('node:worker_threads')
+  const RealWorker = threads.Worker
+  let failing = count
+  threads.Worker = class extends RealWorker {
+    constructor(filename: string | URL, options: WorkerOptions = {}) {
+      const tinyHeap = failing-- > 0 ? { resourceLimits: { maxOldGenerationSizeMb: 2 } } : {}
+      super(filename, { ...options, ...tinyHeap })
+    }
+  }
+  return () => {
+    threads.Worker = RealWorker
+  }
 }
 
 /** Resolves with what `promise` rejects with; fails the test if it resolves. */
@@ -488,6 +512,55 @@ describe('cancellation and limits', () => {
       expect(await limited.reduce(dbName, 'orders', { n: 1 }, {}, (n: number) => n + 1, 0)).toBe(1)
     } finally {
       await limited.close()
+    }
+  })
+
+  it('starts a replacement that died before it was ready again, after a delay', async () => {
+    const single = await WorkerPool.create({ uri, size: 1 })
+    const restore = failWorkerStarts(2)
+    try {
+      const error = await rejection(single.reduce(dbName, 'orders', { n: 1 }, {}, () => process.exit(3), 0))
+      expect(error.code).toBe(ErrorCode.PoolWorkerExited)
+      // No call waits meanwhile: the replacement dies twice with nothing to run, and restarts after
+      // 100 ms, then 200 ms.
+      expect(single.size).toBe(1)
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      expect(single.size).toBe(1)
+      expect(await single.reduce(dbName, 'orders', { status: 'paid' }, {}, (n: number) => n + 1, 0)).toBe(
+        ORDER_COUNT / 3,
+      )
+    } finally {
+      restore()
+      await single.close()
+    }
+  })
+
+  it('gives up a worker that fails to start 5 times in a row, with a warning and a truthful size', async () => {
+    const single = await WorkerPool.create({ uri, size: 1 })
+    const restore = failWorkerStarts(Infinity)
+    const warnings: Error[] = []
+    const onWarning = (warning: Error) => warnings.push(warning)
+    process.on('warning', onWarning)
+    try {
+      await rejection(single.reduce(dbName, 'orders', { n: 1 }, {}, () => process.exit(3), 0))
+      const error = await rejection(single.reduce(dbName, 'orders', {}, {}, (n: number) => n + 1, 0))
+      expect(error).toBeInstanceOf(MongoWorkerPoolError)
+      expect(error.code).toBe(ErrorCode.PoolWorkerExited)
+      expect(error.message).toBe('the worker pool has no worker left')
+      expect((error.cause as { code?: string }).code).toBe('ERR_WORKER_OUT_OF_MEMORY')
+      expect(single.size).toBe(0)
+      expect(warnings.map((warning) => [warning.name, warning.message])).toEqual([
+        [
+          'MongoWorkerPoolWarning',
+          expect.stringMatching(
+            /failed to start 5 times in a row \(.*memory.*\); the pool now has 0 workers/,
+          ),
+        ],
+      ])
+    } finally {
+      process.off('warning', onWarning)
+      restore()
+      await single.close()
     }
   })
 

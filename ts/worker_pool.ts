@@ -28,6 +28,15 @@ const WORKER_ENTRY = join(__dirname, 'worker', 'pool_worker.js')
 /** How long a cancelled call's worker gets to stop by itself before it is terminated and replaced. */
 const CANCEL_GRACE_MS = 1_000
 
+/**
+ * A replacement worker that dies before it is ready (e.g. out of memory while loading) is started
+ * again after 100 ms, then 200 ms, 400 ms, ...
+ */
+const RESTART_DELAY_MS = 100
+
+/** ... until this many starts failed in a row: then its slot is given up and `size` shrinks. */
+const MAX_FAILED_STARTS = 5
+
 /** How long `close()` waits for a worker to close its client and exit before terminating it. */
 const STOP_TIMEOUT_MS = 5_000
 
@@ -257,6 +266,12 @@ export class WorkerPool {
   #closing: Promise<void> | null = null
   /** Why the last worker that died did, for calls that find no worker left. */
   #lastFailure: Error | undefined
+  /** Whether create() resolved: until then a worker that fails to start makes it reject instead. */
+  #created = false
+  /** Workers that died before they were ready, in a row. */
+  #failedStarts = 0
+  /** Replacements waiting for their restart delay. */
+  #restarting = 0
 
   private constructor(options: WorkerPoolOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -290,12 +305,16 @@ export class WorkerPool {
       await pool.close({ force: true })
       throw error
     }
+    pool.#created = true
     return pool
   }
 
-  /** Number of worker threads. */
+  /**
+   * Number of worker threads, counting a replacement waiting to restart after a failed start. It
+   * shrinks only when a replacement fails to start 5 times in a row (a process warning says so).
+   */
   get size(): number {
-    return this.#workers.size
+    return this.#workers.size + this.#restarting
   }
 
   /**
@@ -456,7 +475,9 @@ export class WorkerPool {
     worker.started = new Promise<void>((resolve, reject) => {
       worker.worker.on('message', (reply: WorkerReply) => {
         if (reply.type === 'ready' || reply.type === 'startupError') {
+          // A client that failed to connect retries on its next call: the thread itself started.
           worker.ready = true
+          this.#failedStarts = 0
           this.#updateRef(worker)
           if (reply.type === 'ready') resolve()
           else reject(rebuildError(reply.error))
@@ -489,8 +510,8 @@ export class WorkerPool {
 
   /** Sends queued calls to the least busy workers that have room. */
   #pump(): void {
-    // Only when workers died at startup and were not replaced (see #onExit).
-    if (this.#workers.size === 0) {
+    // Only when workers failed to start and were given up (see #onExit).
+    if (this.size === 0) {
       for (const task of this.#queue.splice(0)) {
         this.#reject(
           task,
@@ -539,7 +560,6 @@ export class WorkerPool {
   #onExit(worker: PoolWorker, code: number): void {
     this.#workers.delete(worker)
     const cause = worker.failure
-    const ranCalls = worker.tasks.size > 0
     const requeued: Task[] = []
     for (const task of worker.tasks.values()) {
       // A call the worker never began runs on another worker; one it began may have run part of
@@ -557,13 +577,37 @@ export class WorkerPool {
     }
     this.#queue.unshift(...requeued.filter((task) => !task.settled))
     worker.tasks.clear()
-    // A worker that dies at startup, before connecting or running anything, would die again: not
-    // replaced, so a broken setup (e.g. resourceLimits too small to load the addon) cannot respawn
-    // forever.
-    if (!worker.stopping && (worker.ready || ranCalls)) this.#spawn()
     this.#lastFailure = cause ?? this.#lastFailure
+    if (!worker.stopping && !this.#closing) this.#replace(worker)
     this.#pump()
     this.#checkDrained()
+  }
+
+  /** Starts a worker in place of one that died: at once, or after a delay if it died starting. */
+  #replace(dead: PoolWorker): void {
+    if (dead.ready) {
+      this.#spawn()
+      return
+    }
+    if (!this.#created) return
+    this.#failedStarts++
+    if (this.#failedStarts >= MAX_FAILED_STARTS) {
+      process.emitWarning(
+        `a WorkerPool worker failed to start ${this.#failedStarts} times in a row` +
+          `${dead.failure ? ` (${dead.failure.message})` : ''}; the pool now has ${this.size} workers`,
+        'MongoWorkerPoolWarning',
+      )
+      return
+    }
+    this.#restarting++
+    setTimeout(
+      () => {
+        this.#restarting--
+        if (!this.#closing) this.#spawn()
+        this.#pump()
+      },
+      RESTART_DELAY_MS * 2 ** (this.#failedStarts - 1),
+    )
   }
 
   /**
