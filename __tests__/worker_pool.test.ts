@@ -193,6 +193,48 @@ describe('reduce', () => {
     }
   })
 
+  it('sends a call to the least busy worker, not to the next one in turn', async () => {
+    const two = await WorkerPool.create({ uri, size: 2, concurrentTasksPerWorker: 2 })
+    try {
+      const controller = new AbortController()
+      const busy = rejection(two.reduce(dbName, 'orders', {}, { signal: controller.signal }, slowCount, 0))
+      const reduceThread = async () =>
+        ((await two.reduce(dbName, 'orders', { n: 1 }, {}, fixture('thread.mjs'))) as { threadId: number })
+          .threadId
+      // Both go to the idle worker; taking turns would send the second one beside the busy call.
+      const first = await reduceThread()
+      const second = await reduceThread()
+      controller.abort()
+      await busy
+      expect(second).toBe(first)
+    } finally {
+      await two.close()
+    }
+  })
+
+  it('starts availableParallelism() - 1 workers by default, at least 1', async () => {
+    const sized = await WorkerPool.create({ uri })
+    try {
+      expect(sized.size).toBe(Math.max(1, availableParallelism() - 1))
+    } finally {
+      await sized.close()
+    }
+  })
+
+  it('imports a reducer module once per worker', async () => {
+    const single = await WorkerPool.create({ uri, size: 1 })
+    try {
+      const results = []
+      for (let call = 0; call < 3; call++) {
+        results.push(await single.reduce(dbName, 'orders', { n: 1 }, {}, fixture('evaluations.mjs')))
+      }
+      const { threadId } = results[0] as { threadId: number }
+      expect(results).toEqual([1, 1, 1].map((evaluations) => ({ evaluations, threadId })))
+    } finally {
+      await single.close()
+    }
+  })
+
   it('runs concurrentTasksPerWorker calls at once on one worker', async () => {
     const shared = await WorkerPool.create({ uri, size: 1, concurrentTasksPerWorker: 3 })
     try {
