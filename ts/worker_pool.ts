@@ -261,8 +261,8 @@ function checkCount(value: unknown, what: string, fallback: number): number {
  * - A worker that dies (an uncaught error, `process.exit`, out of memory, terminated when stuck in
  *   a cancelled reducer) is replaced. The calls it had begun reject with `ERR_POOL_WORKER_EXITED`;
  *   the calls it had not begun are re-queued.
- * - It pays off when reducing many documents to a small result. Returning large data is slower
- *   than a direct `find` on the main thread: every value is cloned across threads.
+ * - It pays off when reducing many documents to a small result. Returning the documents gains
+ *   nothing over a direct `find`: the main thread still builds every object, from a clone.
  */
 export class WorkerPool {
   readonly #uri: string
