@@ -83,6 +83,21 @@ function failWorkerStarts(count: number): () => void {
   }
 }
 
+/**
+ * A reducer that never returns. Its initial accumulator is a flag on shared memory (see `looping`)
+ * that it raises once it loops, holding its worker's thread.
+ */
+const endless = (looping: Int32Array) => {
+  Atomics.store(looping, 0, 1)
+  for (;;);
+}
+
+const looping = () => new Int32Array(new SharedArrayBuffer(4))
+
+async function untilLooping(flag: Int32Array): Promise<void> {
+  while (Atomics.load(flag, 0) === 0) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
 /** Resolves with what `promise` rejects with; fails the test if it resolves. */
 async function rejection(promise: Promise<unknown>): Promise<Error & { code?: unknown }> {
   return promise.then(
@@ -561,14 +576,16 @@ describe('cancellation and limits', () => {
         return n + 1
       }
       const begun = rejection(shared.reduce(dbName, 'orders', {}, {}, slowAsyncCount, 0))
-      const endless = (n: number) => {
-        for (;;) n++
-      }
-      const stuck = rejection(shared.reduce(dbName, 'orders', { n: 1 }, { timeoutMS: 600 }, endless, 0))
-      // Sent once the endless loop holds the thread: the worker never reads it.
-      await new Promise((resolve) => setTimeout(resolve, 500))
+      const controller = new AbortController()
+      const flag = looping()
+      const stuck = rejection(
+        shared.reduce(dbName, 'orders', { n: 1 }, { signal: controller.signal }, endless, flag),
+      )
+      await untilLooping(flag)
+      // Sent while the loop holds the thread: the worker never reads it.
       const notBegun = shared.reduce(dbName, 'orders', { status: 'paid' }, {}, (n: number) => n + 1, 0)
-      expect(await stuck).toBeInstanceOf(MongoOperationTimeoutError)
+      controller.abort()
+      expect((await stuck).name).toBe('AbortError')
       const error = await begun
       expect(error).toBeInstanceOf(MongoWorkerPoolError)
       expect(error.code).toBe(ErrorCode.PoolWorkerExited)
@@ -586,10 +603,12 @@ describe('cancellation and limits', () => {
       const before = (await single.reduce(dbName, 'orders', { n: 1 }, {}, fixture('thread.mjs'))) as {
         threadId: number
       }
-      const endless = (n: number) => {
-        for (;;) n++
-      }
-      const error = await rejection(single.reduce(dbName, 'orders', { n: 1 }, { timeoutMS: 300 }, endless, 0))
+      const flag = looping()
+      const error = await rejection(
+        single.reduce(dbName, 'orders', { n: 1 }, { timeoutMS: 1_000 }, endless, flag),
+      )
+      // Else the call stopped before its first document: nothing to terminate.
+      expect(Atomics.load(flag, 0)).toBe(1)
       expect(error).toBeInstanceOf(MongoOperationTimeoutError)
       expect(error.code).toBe(ErrorCode.OperationTimeout)
       const after = (await single.reduce(dbName, 'orders', { n: 1 }, {}, fixture('thread.mjs'))) as {
@@ -723,11 +742,10 @@ describe('close', () => {
 
   it('gives running and queued calls timeoutMS to finish, then rejects them and ends the workers', async () => {
     const closing = await WorkerPool.create({ uri, size: 1 })
-    const endless = (n: number) => {
-      for (;;) n++
-    }
-    const running = rejection(closing.reduce(dbName, 'orders', { n: 1 }, {}, endless, 0))
+    const flag = looping()
+    const running = rejection(closing.reduce(dbName, 'orders', { n: 1 }, {}, endless, flag))
     const queued = rejection(closing.reduce(dbName, 'orders', {}, {}, (n: number) => n + 1, 0))
+    await untilLooping(flag)
     const started = Date.now()
     await closing.close({ timeoutMS: 300 })
     // 300 ms, then a second for the stuck reducer to return before its worker is terminated.
