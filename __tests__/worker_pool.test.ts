@@ -1,13 +1,16 @@
 // WorkerPool: reductions on worker threads, parity with the official driver, errors, cancellation,
 // crashes, close and process exit.
 import { execFile } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import type { WorkerOptions } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Collection as OfficialCollection, Document } from 'mongodb'
 import {
   ErrorCode,
+  MongoError,
   MongoInvalidArgumentError,
   MongoOperationTimeoutError,
   MongoParseError,
@@ -56,6 +59,43 @@ const slowCount = (count: number) => {
   const until = Date.now() + 2
   while (Date.now() < until);
   return count + 1
+}
+
+/**
+ * Makes the next `count` worker threads started in this process run out of memory while loading
+ * (a heap too small for rumongo), as a replacement can; the pool reaches `Worker` through the
+ * CommonJS exports object patched here. Returns the undo.
+ */
+function failWorkerStarts(count: number): () => void {
+  const threads = createRequire(import.meta.url)(
+    'node:worker_threads',
+  ) as typeof import('node:worker_threads')
+  const RealWorker = threads.Worker
+  let failing = count
+  threads.Worker = class extends RealWorker {
+    constructor(filename: string | URL, options: WorkerOptions = {}) {
+      const tinyHeap = failing-- > 0 ? { resourceLimits: { maxOldGenerationSizeMb: 2 } } : {}
+      super(filename, { ...options, ...tinyHeap })
+    }
+  }
+  return () => {
+    threads.Worker = RealWorker
+  }
+}
+
+/**
+ * A reducer that never returns. Its initial accumulator is a flag on shared memory (see `looping`)
+ * that it raises once it loops, holding its worker's thread.
+ */
+const endless = (looping: Int32Array) => {
+  Atomics.store(looping, 0, 1)
+  for (;;);
+}
+
+const looping = () => new Int32Array(new SharedArrayBuffer(4))
+
+async function untilLooping(flag: Int32Array): Promise<void> {
+  while (Atomics.load(flag, 0) === 0) await new Promise((resolve) => setTimeout(resolve, 10))
 }
 
 /** Resolves with what `promise` rejects with; fails the test if it resolves. */
@@ -124,6 +164,21 @@ describe('reduce', () => {
     expect(result).toEqual(await officialReduce(filter, options, collect, [] as string[]))
   })
 
+  it('accepts what find accepts: options left undefined, no options, no filter', async () => {
+    const count = (n: number) => n + 1
+    const undefinedOptions = { limit: undefined, skip: undefined, sort: undefined, projection: undefined }
+    const direct = await drivers.rumongo
+      .db(dbName)
+      .collection('orders')
+      .find({ status: 'paid' }, undefinedOptions)
+    expect(await pool.reduce(dbName, 'orders', { status: 'paid' }, undefinedOptions, count, 0)).toBe(
+      direct.length,
+    )
+    expect(await pool.reduce(dbName, 'orders', undefined as never, undefined as never, count, 0)).toBe(
+      ORDER_COUNT,
+    )
+  })
+
   it('awaits a reducer that returns a promise', async () => {
     const count = await pool.reduce(
       dbName,
@@ -150,6 +205,48 @@ describe('reduce', () => {
       expect(new Set(results.map((result) => result.threadId)).size).toBe(size)
     } finally {
       await big.close()
+    }
+  })
+
+  it('sends a call to the least busy worker, not to the next one in turn', async () => {
+    const two = await WorkerPool.create({ uri, size: 2, concurrentTasksPerWorker: 2 })
+    try {
+      const controller = new AbortController()
+      const busy = rejection(two.reduce(dbName, 'orders', {}, { signal: controller.signal }, slowCount, 0))
+      const reduceThread = async () =>
+        ((await two.reduce(dbName, 'orders', { n: 1 }, {}, fixture('thread.mjs'))) as { threadId: number })
+          .threadId
+      // Both go to the idle worker; taking turns would send the second one beside the busy call.
+      const first = await reduceThread()
+      const second = await reduceThread()
+      controller.abort()
+      await busy
+      expect(second).toBe(first)
+    } finally {
+      await two.close()
+    }
+  })
+
+  it('starts availableParallelism() - 1 workers by default, at least 1', async () => {
+    const sized = await WorkerPool.create({ uri })
+    try {
+      expect(sized.size).toBe(Math.max(1, availableParallelism() - 1))
+    } finally {
+      await sized.close()
+    }
+  })
+
+  it('imports a reducer module once per worker', async () => {
+    const single = await WorkerPool.create({ uri, size: 1 })
+    try {
+      const results = []
+      for (let call = 0; call < 3; call++) {
+        results.push(await single.reduce(dbName, 'orders', { n: 1 }, {}, fixture('evaluations.mjs')))
+      }
+      const { threadId } = results[0] as { threadId: number }
+      expect(results).toEqual([1, 1, 1].map((evaluations) => ({ evaluations, threadId })))
+    } finally {
+      await single.close()
     }
   })
 
@@ -180,6 +277,73 @@ describe('reduce', () => {
     } finally {
       await single.close()
     }
+  })
+})
+
+describe('split', () => {
+  type RegionTotals = Record<string, { n: number; total: number }>
+  type SplitCount = { n: number; threadIds: number[] }
+
+  it('reduces the parts of a query on different workers and combines them as the unsplit reduction', async () => {
+    const byRegion = fixture('by_region.mjs')
+    const unsplit = (await pool.reduce(
+      dbName,
+      'orders',
+      { status: { $ne: 'refunded' } },
+      {},
+      byRegion,
+    )) as RegionTotals
+    const split = (await pool.reduce(
+      dbName,
+      'orders',
+      { status: { $ne: 'refunded' } },
+      { split: 3 },
+      byRegion,
+    )) as RegionTotals
+    expect(Object.keys(split).sort()).toEqual(Object.keys(unsplit).sort())
+    for (const [region, { n, total }] of Object.entries(unsplit)) {
+      expect(split[region]!.n).toBe(n)
+      // Summed in another order.
+      expect(split[region]!.total).toBeCloseTo(total, 6)
+    }
+    const counted = (await pool.reduce(
+      dbName,
+      'orders',
+      {},
+      { split: 2 },
+      fixture('split_count.mjs'),
+    )) as SplitCount
+    expect(counted.n).toBe(ORDER_COUNT)
+    expect(new Set(counted.threadIds).size).toBe(2)
+  })
+
+  it('counts every document once whatever the types of the _ids', async () => {
+    const mixed = drivers.official.db(dbName).collection('mixed_ids')
+    await mixed.insertMany([
+      ...Array.from({ length: 20 }, (_, index) => ({ _id: index as never, even: index % 2 === 0 })),
+      ...Array.from({ length: 20 }, (_, index) => ({ _id: (index + 0.5) as never, even: false })),
+      ...Array.from({ length: 20 }, (_, index) => ({ _id: `id${index}` as never, even: index % 2 === 0 })),
+      ...Array.from({ length: 20 }, (_, index) => ({ _id: objectIdFor(index), even: index % 2 === 0 })),
+      ...Array.from({ length: 5 }, (_, index) => ({
+        _id: new Date(Date.UTC(2025, 0, index + 1)) as never,
+        even: true,
+      })),
+    ])
+    const count = (filter: Document, split: number) =>
+      pool.reduce(dbName, 'mixed_ids', filter, { split }, fixture('split_count.mjs')) as Promise<SplitCount>
+    for (const split of [2, 4, 7, 200]) {
+      expect((await count({}, split)).n).toBe(85)
+      expect((await count({ even: true }, split)).n).toBe(await mixed.countDocuments({ even: true }))
+    }
+    expect((await count({ even: 'never' }, 3)).n).toBe(0)
+  })
+
+  it('rejects a reducer module that does not export combine', async () => {
+    const error = await rejection(pool.reduce(dbName, 'orders', {}, { split: 2 }, fixture('count.cjs'), 0))
+    expect(error).toBeInstanceOf(MongoInvalidArgumentError)
+    expect(error.message).toMatch(
+      /split needs a reducer module that exports combine\(a, b\); module .*count\.cjs does not/,
+    )
   })
 })
 
@@ -242,6 +406,29 @@ describe('errors', () => {
     expect(error.message).toBe(expected.message)
   })
 
+  it.each(['networkTimeout', 'network', 'server', 'serverWithTextCode', 'pool'])(
+    'rebuilds a rumongo error (%s) with its class, code, codeName, labels and cause',
+    async (kind) => {
+      const { makeError } = (await import(fixture('mongo_errors.mjs').href)) as {
+        makeError: Record<string, () => MongoError>
+      }
+      const expected = makeError[kind]!()
+      const error = (await rejection(
+        pool.reduce(dbName, 'orders', { n: 1 }, {}, fixture('mongo_errors.mjs'), kind),
+      )) as MongoError
+      expect(error).toBeInstanceOf(expected.constructor)
+      expect(Object.getPrototypeOf(error)).toBe(Object.getPrototypeOf(expected))
+      expect(error.name).toBe(expected.name)
+      expect(error.message).toBe(expected.message)
+      expect(error.code).toBe(expected.code)
+      expect((error as MongoServerError).codeName).toBe((expected as MongoServerError).codeName)
+      expect(error.errorLabels).toEqual(expected.errorLabels)
+      expect(error.stack).toContain('mongo_errors.mjs')
+      if (expected.cause === undefined) expect(error.cause).toBeUndefined()
+      else expect(error.cause).toEqual(expected.cause)
+    },
+  )
+
   it('rejects an option rumongo does not support with a typed error from the worker', async () => {
     const error = await rejection(
       pool.reduce(dbName, 'orders', {}, { tailable: true } as never, (n: number) => n + 1, 0),
@@ -266,7 +453,8 @@ describe('errors', () => {
     ['an empty database name', () => pool.reduce('', 'orders', {}, {}, (n: number) => n, 0)],
     ['a missing collection name', () => pool.reduce(dbName, undefined as never, {}, {}, (n: number) => n, 0)],
     ['an array filter', () => pool.reduce(dbName, 'orders', [] as never, {}, (n: number) => n, 0)],
-    ['null options', () => pool.reduce(dbName, 'orders', {}, null as never, (n: number) => n, 0)],
+    ['a null filter', () => pool.reduce(dbName, 'orders', null as never, {}, (n: number) => n, 0)],
+    ['a string as options', () => pool.reduce(dbName, 'orders', {}, 'all' as never, (n: number) => n, 0)],
     ['a number reducer', () => pool.reduce(dbName, 'orders', {}, {}, 42 as never, 0)],
     ['a relative module path', () => pool.reduce(dbName, 'orders', {}, {}, './count.cjs', 0)],
     [
@@ -307,6 +495,16 @@ describe('errors', () => {
           () => 1,
         ),
     ],
+    ['a negative close timeoutMS', () => pool.close({ timeoutMS: -1 })],
+    ['split 0', () => pool.reduce(dbName, 'orders', {}, { split: 0 }, fixture('by_region.mjs'))],
+    [
+      'split with a function reducer',
+      () => pool.reduce(dbName, 'orders', {}, { split: 2 }, (n: number) => n, 0),
+    ],
+    [
+      'split with a limit',
+      () => pool.reduce(dbName, 'orders', {}, { split: 2, limit: 10 }, fixture('by_region.mjs')),
+    ],
     ['size 0', () => WorkerPool.create({ uri, size: 0 })],
     ['maxQueue 1.5', () => WorkerPool.create({ uri, maxQueue: 1.5 })],
     ['no uri', () => WorkerPool.create({} as never)],
@@ -346,16 +544,71 @@ describe('cancellation and limits', () => {
     )
   })
 
+  it('stops an aborted call in its worker without disturbing a call running beside it', async () => {
+    const shared = await WorkerPool.create({ uri, size: 1, concurrentTasksPerWorker: 2 })
+    try {
+      const reduceThread = (filter: Document) =>
+        shared.reduce(dbName, 'orders', filter, {}, fixture('thread.mjs')) as Promise<{
+          n: number
+          threadId: number
+        }>
+      const { threadId } = await reduceThread({ n: 1 })
+      const controller = new AbortController()
+      // Its first batch keeps the thread busy for seconds: the abort must stop it between documents.
+      const aborted = rejection(
+        shared.reduce(dbName, 'orders', {}, { signal: controller.signal }, slowCount, 0),
+      )
+      const beside = reduceThread({})
+      setTimeout(() => controller.abort(), 200)
+      expect((await aborted).name).toBe('AbortError')
+      expect(await beside).toEqual({ n: ORDER_COUNT, threadId })
+      expect((await reduceThread({ n: 1 })).threadId).toBe(threadId)
+    } finally {
+      await shared.close()
+    }
+  })
+
+  it('terminates a worker stuck in a cancelled reducer: re-queues the calls it had not begun, fails the others', async () => {
+    const shared = await WorkerPool.create({ uri, size: 1, concurrentTasksPerWorker: 3 })
+    try {
+      const slowAsyncCount = async (n: number) => {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        return n + 1
+      }
+      const begun = rejection(shared.reduce(dbName, 'orders', {}, {}, slowAsyncCount, 0))
+      const controller = new AbortController()
+      const flag = looping()
+      const stuck = rejection(
+        shared.reduce(dbName, 'orders', { n: 1 }, { signal: controller.signal }, endless, flag),
+      )
+      await untilLooping(flag)
+      // Sent while the loop holds the thread: the worker never reads it.
+      const notBegun = shared.reduce(dbName, 'orders', { status: 'paid' }, {}, (n: number) => n + 1, 0)
+      controller.abort()
+      expect((await stuck).name).toBe('AbortError')
+      const error = await begun
+      expect(error).toBeInstanceOf(MongoWorkerPoolError)
+      expect(error.code).toBe(ErrorCode.PoolWorkerExited)
+      expect(error.message).toMatch(/a cancelled call's reducer did not return within 1000 ms/)
+      expect(await notBegun).toBe(ORDER_COUNT / 3)
+      expect(shared.size).toBe(1)
+    } finally {
+      await shared.close()
+    }
+  })
+
   it('times out an endless reducer, replaces its worker and keeps serving', async () => {
     const single = await WorkerPool.create({ uri, size: 1 })
     try {
       const before = (await single.reduce(dbName, 'orders', { n: 1 }, {}, fixture('thread.mjs'))) as {
         threadId: number
       }
-      const endless = (n: number) => {
-        for (;;) n++
-      }
-      const error = await rejection(single.reduce(dbName, 'orders', {}, { timeoutMS: 200 }, endless, 0))
+      const flag = looping()
+      const error = await rejection(
+        single.reduce(dbName, 'orders', { n: 1 }, { timeoutMS: 1_000 }, endless, flag),
+      )
+      // Else the call stopped before its first document: nothing to terminate.
+      expect(Atomics.load(flag, 0)).toBe(1)
       expect(error).toBeInstanceOf(MongoOperationTimeoutError)
       expect(error.code).toBe(ErrorCode.OperationTimeout)
       const after = (await single.reduce(dbName, 'orders', { n: 1 }, {}, fixture('thread.mjs'))) as {
@@ -399,6 +652,55 @@ describe('cancellation and limits', () => {
     }
   })
 
+  it('starts a replacement that died before it was ready again, after a delay', async () => {
+    const single = await WorkerPool.create({ uri, size: 1 })
+    const restore = failWorkerStarts(2)
+    try {
+      const error = await rejection(single.reduce(dbName, 'orders', { n: 1 }, {}, () => process.exit(3), 0))
+      expect(error.code).toBe(ErrorCode.PoolWorkerExited)
+      // No call waits meanwhile: the replacement dies twice with nothing to run, and restarts after
+      // 100 ms, then 200 ms.
+      expect(single.size).toBe(1)
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      expect(single.size).toBe(1)
+      expect(await single.reduce(dbName, 'orders', { status: 'paid' }, {}, (n: number) => n + 1, 0)).toBe(
+        ORDER_COUNT / 3,
+      )
+    } finally {
+      restore()
+      await single.close()
+    }
+  })
+
+  it('gives up a worker that fails to start 5 times in a row, with a warning and a truthful size', async () => {
+    const single = await WorkerPool.create({ uri, size: 1 })
+    const restore = failWorkerStarts(Infinity)
+    const warnings: Error[] = []
+    const onWarning = (warning: Error) => warnings.push(warning)
+    process.on('warning', onWarning)
+    try {
+      await rejection(single.reduce(dbName, 'orders', { n: 1 }, {}, () => process.exit(3), 0))
+      const error = await rejection(single.reduce(dbName, 'orders', {}, {}, (n: number) => n + 1, 0))
+      expect(error).toBeInstanceOf(MongoWorkerPoolError)
+      expect(error.code).toBe(ErrorCode.PoolWorkerExited)
+      expect(error.message).toBe('the worker pool has no worker left')
+      expect((error.cause as { code?: string }).code).toBe('ERR_WORKER_OUT_OF_MEMORY')
+      expect(single.size).toBe(0)
+      expect(warnings.map((warning) => [warning.name, warning.message])).toEqual([
+        [
+          'MongoWorkerPoolWarning',
+          expect.stringMatching(
+            /failed to start 5 times in a row \(.*memory.*\); the pool now has 0 workers/,
+          ),
+        ],
+      ])
+    } finally {
+      process.off('warning', onWarning)
+      restore()
+      await single.close()
+    }
+  })
+
   it('rejects a call past maxQueue with ERR_POOL_QUEUE_FULL', async () => {
     const single = await WorkerPool.create({ uri, size: 1, maxQueue: 1 })
     try {
@@ -435,6 +737,24 @@ describe('close', () => {
     for (const error of await Promise.all([running, queued])) {
       expect(error).toBeInstanceOf(MongoWorkerPoolError)
       expect(error.code).toBe(ErrorCode.PoolClosed)
+    }
+  })
+
+  it('gives running and queued calls timeoutMS to finish, then rejects them and ends the workers', async () => {
+    const closing = await WorkerPool.create({ uri, size: 1 })
+    const flag = looping()
+    const running = rejection(closing.reduce(dbName, 'orders', { n: 1 }, {}, endless, flag))
+    const queued = rejection(closing.reduce(dbName, 'orders', {}, {}, (n: number) => n + 1, 0))
+    await untilLooping(flag)
+    const started = Date.now()
+    await closing.close({ timeoutMS: 300 })
+    // 300 ms, then a second for the stuck reducer to return before its worker is terminated.
+    expect(Date.now() - started).toBeLessThan(5_000)
+    expect(closing.size).toBe(0)
+    for (const error of await Promise.all([running, queued])) {
+      expect(error).toBeInstanceOf(MongoWorkerPoolError)
+      expect(error.code).toBe(ErrorCode.PoolClosed)
+      expect(error.message).toMatch(/closed before this call finished \(close timeoutMS: 300 ms\)/)
     }
   })
 

@@ -10,28 +10,17 @@ import { Worker, type ResourceLimits } from 'node:worker_threads'
 import { BSON, BSONError, type Document, type ObjectId } from 'bson'
 import { describe } from './bson.js'
 import type { Filter, WithId } from './collection.js'
+import * as errors from './errors.js'
 import {
   ErrorCode,
-  MongoAPIError,
-  MongoCursorExhaustedError,
-  MongoCursorInUseError,
-  MongoDriverError,
   MongoError,
   MongoInvalidArgumentError,
-  MongoNetworkError,
-  MongoNotConnectedError,
   MongoOperationTimeoutError,
-  MongoParseError,
-  MongoRuntimeError,
-  MongoServerError,
-  MongoServerSelectionError,
-  MongoSystemError,
   MongoWorkerPoolError,
-  type MongoErrorOptions,
 } from './errors.js'
 import { MongoClient, type MongoClientOptions } from './mongo_client.js'
-import type { FindOptions } from './options.js'
-import type { ReduceRequest, ReducerSpec, SerializedError, WorkerReply } from '../worker/protocol.js'
+import { checkFilter, type FindOptions } from './options.js'
+import type { PoolCall, ReducerSpec, SerializedError, WorkerReply } from '../worker/protocol.js'
 
 /** The worker entry, compiled from worker/pool_worker.ts next to this file's build (dist/worker/). */
 const WORKER_ENTRY = join(__dirname, 'worker', 'pool_worker.js')
@@ -39,8 +28,23 @@ const WORKER_ENTRY = join(__dirname, 'worker', 'pool_worker.js')
 /** How long a cancelled call's worker gets to stop by itself before it is terminated and replaced. */
 const CANCEL_GRACE_MS = 1_000
 
+/**
+ * A replacement worker that dies before it is ready (e.g. out of memory while loading) is started
+ * again after 100 ms, then 200 ms, 400 ms, ...
+ */
+const RESTART_DELAY_MS = 100
+
+/** ... until this many starts failed in a row: then its slot is given up and `size` shrinks. */
+const MAX_FAILED_STARTS = 5
+
 /** How long `close()` waits for a worker to close its client and exit before terminating it. */
 const STOP_TIMEOUT_MS = 5_000
+
+/**
+ * How long `close()` lets queued and running calls finish by default: within the usual shutdown
+ * grace periods (10 to 30 s), so that a call that never ends cannot hold a shutdown.
+ */
+const CLOSE_TIMEOUT_MS = 10_000
 
 /** Options of {@link WorkerPool.create}. */
 export interface WorkerPoolOptions {
@@ -58,14 +62,24 @@ export interface WorkerPoolOptions {
   resourceLimits?: ResourceLimits
 }
 
-/** Options of {@link WorkerPool.reduce}: the find options, plus the call's cancellation and time limit. */
+/** Options of {@link WorkerPool.reduce}: the find options, plus the call's split, cancellation and time limit. */
 export interface PoolReduceOptions extends FindOptions {
-  /** Aborting rejects the call with `signal.reason` and stops its query. */
+  /**
+   * Aborting rejects the call with `signal.reason`. Its worker stops it before the next document
+   * (at once while it awaits a getMore or a reducer's promise) and closes its cursor; a reducer
+   * that does not return within a second (an endless loop) gets its worker terminated.
+   */
   signal?: AbortSignal
   /**
+   * Splits the query into this many parts by `_id` ranges, reduced on different workers and merged
+   * with `combine(a, b)`, which the reducer module must export. Each part starts from `initial`
+   * (or `init()`), which must therefore be neutral for `combine`, and `combine` must not depend on
+   * document order. Not with `skip`, `limit` or `singleBatch`. Default: 1 (no split).
+   */
+  split?: number
+  /**
    * Time limit of the whole call (queueing, query and reducer) in ms; 0 or absent means none.
-   * Past it the call rejects with `MongoOperationTimeoutError`; a reducer that does not return
-   * (an endless loop) gets its worker terminated and replaced.
+   * Past it the call rejects with `MongoOperationTimeoutError` and stops in its worker, as on abort.
    */
   timeoutMS?: number
 }
@@ -78,16 +92,27 @@ export type ReduceFunction<TAccumulator, TSchema> = (
 
 /** Options of {@link WorkerPool.close}. */
 export interface WorkerPoolCloseOptions {
-  /** Reject queued and running calls with `ERR_POOL_CLOSED` instead of letting them finish. */
+  /** Reject queued and running calls with `ERR_POOL_CLOSED` at once instead of letting them finish. */
   force?: boolean
+  /**
+   * How long queued and running calls get to finish, in ms; 0 means no limit. Default: 10 000.
+   * Calls still pending then reject with `ERR_POOL_CLOSED` and are stopped, as with `force`.
+   */
+  timeoutMS?: number
 }
 
+/** A worker call as the pool builds it, before it gets its id and stop flag. */
+type Unsent<TCall> = TCall extends unknown ? Omit<TCall, 'id' | 'stopFlag'> : never
+
+/** One call to a worker, queued or sent. */
 interface Task {
-  request: ReduceRequest
+  request: PoolCall
   resolve(value: unknown): void
   reject(error: unknown): void
   settled: boolean
-  /** Removes the abort listener and the timeout. */
+  /** Whether its worker began it: a call it had not is re-queued if the worker dies. */
+  started: boolean
+  /** Removes the abort listener. */
   release(): void
 }
 
@@ -103,24 +128,18 @@ interface PoolWorker {
   failure?: Error
 }
 
-/** rumongo's errors by name, rebuilt on this side of the thread boundary with their class. */
-const MONGO_ERRORS: Record<string, new (message: string, options?: MongoErrorOptions) => MongoError> = {
-  MongoError,
-  MongoDriverError,
-  MongoAPIError,
-  MongoInvalidArgumentError,
-  MongoCursorInUseError,
-  MongoCursorExhaustedError,
-  MongoNotConnectedError,
-  MongoOperationTimeoutError,
-  MongoParseError,
-  MongoRuntimeError,
-  MongoNetworkError,
-  MongoSystemError,
-  MongoServerSelectionError,
-}
+/** rumongo's error classes by name: every class ts/errors.ts exports. */
+const MONGO_ERRORS = new Map(
+  Object.values(errors)
+    .filter(
+      (value): value is typeof MongoError =>
+        typeof value === 'function' && (value === MongoError || value.prototype instanceof MongoError),
+    )
+    .map((errorClass) => [errorClass.prototype.name, errorClass]),
+)
 
-const BUILTIN_ERRORS: Record<string, ErrorConstructor> = {
+/** Other errors rebuilt with their class; each takes `(message, { cause })`. */
+const PLAIN_ERRORS: Record<string, new (message: string, options?: { cause?: unknown }) => Error> = {
   Error,
   EvalError,
   RangeError,
@@ -128,23 +147,26 @@ const BUILTIN_ERRORS: Record<string, ErrorConstructor> = {
   SyntaxError,
   TypeError,
   URIError,
+  BSONError,
 }
 
-/** The error a worker reported, with its class (rumongo's or built-in), message, stack and code. */
+/** The error a worker reported, with its class (rumongo's or built-in), message, stack, code and cause. */
 function rebuildError(serialized: SerializedError): Error {
   const { name, message, code, codeName, errorLabels } = serialized
+  const cause = serialized.cause && rebuildError(serialized.cause)
+  const options = cause === undefined ? {} : { cause }
+  const mongoClass = MONGO_ERRORS.get(name)
   let error: Error
-  if (name === 'MongoServerError' && typeof code === 'number') {
-    error = new MongoServerError(message, { code, codeName: codeName ?? '', errorLabels })
-  } else if (name in MONGO_ERRORS) {
-    error = new MONGO_ERRORS[name]!(message, { errorLabels })
-  } else if (name === 'BSONError') {
-    error = new BSONError(message)
+  if (mongoClass) {
+    // Built by the base constructor with the class's prototype: the classes differ only in their
+    // constructor's parameters and in the code and codeName they set, which are copied below.
+    error = Reflect.construct(MongoError, [message, { ...options, errorLabels }], mongoClass)
   } else {
-    error = new (BUILTIN_ERRORS[name] ?? Error)(message)
-    if (!(name in BUILTIN_ERRORS)) Object.defineProperty(error, 'name', { value: name, configurable: true })
-    if (code !== undefined) Object.assign(error, { code })
+    error = new (PLAIN_ERRORS[name] ?? Error)(message, options)
+    if (!(name in PLAIN_ERRORS)) Object.defineProperty(error, 'name', { value: name, configurable: true })
   }
+  if (code !== undefined) Object.assign(error, { code })
+  if (codeName !== undefined) Object.assign(error, { codeName })
   if (serialized.stack !== undefined) error.stack = serialized.stack
   return error
 }
@@ -213,6 +235,15 @@ function checkName(value: unknown, what: string): string {
   return value
 }
 
+/** A `timeoutMS` option: a non-negative number of ms (0: no limit). */
+function checkTimeout(value: unknown, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new MongoInvalidArgumentError(`timeoutMS must be a non-negative number, got ${describe(value)}`)
+  }
+  return value
+}
+
 function checkCount(value: unknown, what: string, fallback: number): number {
   if (value === undefined) return fallback
   if (!Number.isSafeInteger(value) || (value as number) < 1) {
@@ -227,10 +258,11 @@ function checkCount(value: unknown, what: string, fallback: number): number {
  * (structured-cloned) comes back, so the main thread's event loop stays free.
  *
  * - Calls go to the least busy worker; when every worker is busy they wait in a bounded queue.
- * - A worker that crashes (an uncaught error, `process.exit`, out of memory) rejects only the calls
- *   it was running with `ERR_POOL_WORKER_EXITED`, and is replaced.
- * - It pays off when reducing many documents to a small result. Returning large data is slower
- *   than a direct `find` on the main thread: every value is cloned across threads.
+ * - A worker that dies (an uncaught error, `process.exit`, out of memory, terminated when stuck in
+ *   a cancelled reducer) is replaced. The calls it had begun reject with `ERR_POOL_WORKER_EXITED`;
+ *   the calls it had not begun are re-queued.
+ * - It pays off when reducing many documents to a small result. Returning the documents gains
+ *   nothing over a direct `find`: the main thread still builds every object, from a clone.
  */
 export class WorkerPool {
   readonly #uri: string
@@ -240,11 +272,19 @@ export class WorkerPool {
   readonly #resourceLimits: ResourceLimits | undefined
   readonly #workers = new Set<PoolWorker>()
   readonly #queue: Task[] = []
+  /** The user calls running, each with the controller that aborts it. */
+  readonly #calls = new Set<AbortController>()
   readonly #drainWaiters: (() => void)[] = []
   #nextId = 1
   #closing: Promise<void> | null = null
   /** Why the last worker that died did, for calls that find no worker left. */
   #lastFailure: Error | undefined
+  /** Whether create() resolved: until then a worker that fails to start makes it reject instead. */
+  #created = false
+  /** Workers that died before they were ready, in a row. */
+  #failedStarts = 0
+  /** Replacements waiting for their restart delay. */
+  #restarting = 0
 
   private constructor(options: WorkerPoolOptions) {
     if (typeof options !== 'object' || options === null) {
@@ -278,30 +318,36 @@ export class WorkerPool {
       await pool.close({ force: true })
       throw error
     }
+    pool.#created = true
     return pool
   }
 
-  /** Number of worker threads. */
+  /**
+   * Number of worker threads, counting a replacement waiting to restart after a failed start. It
+   * shrinks only when a replacement fails to start 5 times in a row (a process warning says so).
+   */
   get size(): number {
-    return this.#workers.size
+    return this.#workers.size + this.#restarting
   }
 
   /**
    * Runs `find(filter, options)` on `db.collection` in a worker and folds the documents with
-   * `reducer`, starting from `initial`. Resolves with the final accumulator.
+   * `reducer`, starting from `initial`. Resolves with the final accumulator. `filter` and `options`
+   * are what `find` accepts (options left `undefined` are ignored).
    *
    * `reducer` is either
    * - a function `(accumulator, document) => accumulator`, shipped as source and rebuilt in the
    *   worker: it sees only its arguments and globals (closures do not travel; put values in
    *   `initial`), or
    * - a module (file URL, `import.meta.url`-relative `URL`, or absolute path) exporting
-   *   `reduce(accumulator, document)` and optionally `init()`, which gives the initial accumulator
-   *   when `initial` is omitted. Each worker imports it once.
+   *   `reduce(accumulator, document)`, optionally `init()`, which gives the initial accumulator
+   *   when `initial` is omitted, and `combine(a, b)`, which {@link PoolReduceOptions.split} needs.
+   *   Each worker imports it once.
    *
    * `initial` and the result are structured-cloned across threads: BSON values (ObjectId, Long,
    * ...) arrive as plain objects, so reduce them to strings or numbers. A reducer may return a
-   * promise. Errors keep their class, message, stack and `code` (`MongoServerError` keeps
-   * `codeName`).
+   * promise. Errors keep their class, message, stack, `code`, `codeName`, `errorLabels` and
+   * `cause` (when an `Error`).
    */
   async reduce<TAccumulator, TSchema extends Document = Document>(
     db: string,
@@ -311,23 +357,25 @@ export class WorkerPool {
     reducer: ReduceFunction<TAccumulator, WithId<TSchema>> | URL | string,
     initial?: TAccumulator,
   ): Promise<TAccumulator> {
-    if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) {
-      throw new MongoInvalidArgumentError(`filter must be an object or an ObjectId, got ${describe(filter)}`)
-    }
-    if (typeof options !== 'object' || options === null) {
+    // The same filter and options as `find(filter, options)` accepts, with the same errors.
+    const query = checkFilter(filter === undefined ? {} : filter)
+    if (options !== undefined && options !== null && typeof options !== 'object') {
       throw new MongoInvalidArgumentError(`options must be an object, got ${describe(options)}`)
     }
-    const { signal, timeoutMS = 0, ...findOptions } = options
+    const { signal, timeoutMS: timeoutOption, split: splitOption, ...findOptions } = options ?? {}
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new MongoInvalidArgumentError(`signal must be an AbortSignal, got ${describe(signal)}`)
     }
-    if (typeof timeoutMS !== 'number' || !Number.isFinite(timeoutMS) || timeoutMS < 0) {
-      throw new MongoInvalidArgumentError(
-        `timeoutMS must be a non-negative number, got ${describe(timeoutMS)}`,
-      )
-    }
+    const timeoutMS = checkTimeout(timeoutOption, 0)
     const names = { db: checkName(db, 'database'), collection: checkName(collection, 'collection') }
     const spec = reducerSpec(reducer)
+    const parts = checkCount(splitOption, 'split', 1)
+    if (parts > 1 && spec.kind !== 'module') {
+      throw new MongoInvalidArgumentError('split needs a reducer module that exports combine(a, b)')
+    }
+    if (parts > 1 && (findOptions.skip || findOptions.limit || findOptions.singleBatch)) {
+      throw new MongoInvalidArgumentError('split cannot be used with skip, limit or singleBatch')
+    }
     if (this.#closing) throw new MongoWorkerPoolError(ErrorCode.PoolClosed, 'the worker pool is closed')
     signal?.throwIfAborted()
     if (this.#queue.length >= this.#maxQueue) {
@@ -337,53 +385,92 @@ export class WorkerPool {
       )
     }
     // The filter crosses as BSON, byte for byte what the worker's find sends (js-bson types kept).
+    // Options left undefined are dropped, as find drops them, instead of arriving as null.
+    const definedOptions = Object.fromEntries(
+      Object.entries(findOptions).filter(([, value]) => value !== undefined),
+    )
     const serialize = {
       ignoreUndefined: findOptions.ignoreUndefined ?? this.#clientOptions.ignoreUndefined ?? false,
       serializeFunctions: findOptions.serializeFunctions ?? this.#clientOptions.serializeFunctions ?? false,
     }
-    const request: ReduceRequest = {
-      type: 'reduce',
-      id: this.#nextId++,
+    const queried = {
       ...names,
-      filter: BSON.serialize({ filter }, serialize),
-      options: BSON.serialize({ options: findOptions }, serialize),
+      filter: BSON.serialize({ filter: query }, serialize),
+      options: BSON.serialize({ options: definedOptions }, serialize),
       reducer: spec,
-      hasInitial: initial !== undefined,
-      initial,
     }
-    return new Promise<TAccumulator>((resolve, reject) => {
+    const start = { hasInitial: initial !== undefined, initial }
+    return this.#call(signal, timeoutMS, async (callSignal) => {
+      if (parts === 1) return this.#run({ type: 'reduce', ...queried, ...start }, callSignal)
+      const filters = (await this.#run({ type: 'split', ...queried, parts }, callSignal)) as Uint8Array[]
+      const accumulators = await Promise.all(
+        filters.map((part) => this.#run({ type: 'reduce', ...queried, filter: part, ...start }, callSignal)),
+      )
+      return this.#run({ type: 'combine', reducer: spec, accumulators }, callSignal)
+    }) as Promise<TAccumulator>
+  }
+
+  /**
+   * Runs one user call (one or several worker calls) under its limits: `signal`, `timeoutMS` and
+   * the pool's close, which all abort `run`'s signal. The pool has drained when no call runs.
+   */
+  async #call(
+    signal: AbortSignal | undefined,
+    timeoutMS: number,
+    run: (signal: AbortSignal) => Promise<unknown>,
+  ): Promise<unknown> {
+    const call = new AbortController()
+    const onAbort = () => call.abort(signal!.reason)
+    signal?.addEventListener('abort', onAbort, { once: true })
+    const timer =
+      timeoutMS > 0
+        ? setTimeout(
+            () => call.abort(new MongoOperationTimeoutError(`reduce timed out after ${timeoutMS} ms`)),
+            timeoutMS,
+          )
+        : undefined
+    this.#calls.add(call)
+    try {
+      return await run(call.signal)
+    } finally {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+      // Stops the parts a failed split call still runs (a no-op once every part has answered).
+      call.abort()
+      this.#calls.delete(call)
+      this.#checkDrained()
+    }
+  }
+
+  /** Queues one worker call; aborting `signal` rejects it and stops it in its worker. */
+  #run(request: Unsent<PoolCall>, signal: AbortSignal): Promise<unknown> {
+    signal.throwIfAborted()
+    return new Promise((resolve, reject) => {
       const task: Task = {
-        request,
-        resolve: resolve as (value: unknown) => void,
+        request: { ...request, id: this.#nextId++, stopFlag: new Int32Array(new SharedArrayBuffer(4)) },
+        resolve,
         reject,
         settled: false,
-        release: () => {
-          clearTimeout(timer)
-          signal?.removeEventListener('abort', onAbort)
-        },
+        started: false,
+        release: () => signal.removeEventListener('abort', onAbort),
       }
-      const onAbort = () => this.#cancel(task, signal!.reason)
-      signal?.addEventListener('abort', onAbort, { once: true })
-      const timer =
-        timeoutMS > 0
-          ? setTimeout(
-              () =>
-                this.#cancel(task, new MongoOperationTimeoutError(`reduce timed out after ${timeoutMS} ms`)),
-              timeoutMS,
-            )
-          : undefined
+      const onAbort = () => this.#cancel(task, signal.reason)
+      signal.addEventListener('abort', onAbort, { once: true })
       this.#queue.push(task)
       this.#pump()
     })
   }
 
   /**
-   * Stops the pool. New calls reject with `ERR_POOL_CLOSED`. By default queued and running calls
-   * finish first; with `force` they reject with `ERR_POOL_CLOSED`. Then every worker closes its
-   * client and exits (a worker that does not is terminated), so no handle is left open.
+   * Stops the pool. New calls reject with `ERR_POOL_CLOSED`. Queued and running calls get
+   * `timeoutMS` (default 10 s) to finish, then reject with `ERR_POOL_CLOSED` and are stopped as on
+   * abort; with `force` they do at once. Then every worker closes its client and exits (a worker
+   * that does not is terminated), so no handle is left open. Later calls return the first call's
+   * promise.
    */
-  close(options: WorkerPoolCloseOptions = {}): Promise<void> {
-    this.#closing ??= this.#close(options.force === true)
+  async close(options: WorkerPoolCloseOptions = {}): Promise<void> {
+    const timeoutMS = checkTimeout(options.timeoutMS, CLOSE_TIMEOUT_MS)
+    this.#closing ??= this.#close(options.force === true ? null : timeoutMS)
     return this.#closing
   }
 
@@ -391,19 +478,23 @@ export class WorkerPool {
     await this.close()
   }
 
-  async #close(force: boolean): Promise<void> {
-    if (force) {
-      const closed = () => new MongoWorkerPoolError(ErrorCode.PoolClosed, 'the worker pool was closed')
-      for (const task of this.#queue.splice(0)) this.#reject(task, closed())
-      for (const worker of this.#workers) {
-        for (const task of worker.tasks.values()) this.#reject(task, closed())
-      }
-    } else {
+  /** Lets calls finish for up to `timeoutMS` (null: not at all), stops what is left, ends the workers. */
+  async #close(timeoutMS: number | null): Promise<void> {
+    if (timeoutMS !== null) {
       await new Promise<void>((resolve) => {
-        this.#drainWaiters.push(resolve)
+        const timer = timeoutMS > 0 ? setTimeout(resolve, timeoutMS) : undefined
+        this.#drainWaiters.push(() => {
+          clearTimeout(timer)
+          resolve()
+        })
         this.#checkDrained()
       })
     }
+    const reason =
+      timeoutMS === null
+        ? 'the worker pool was closed'
+        : `the worker pool was closed before this call finished (close timeoutMS: ${timeoutMS} ms)`
+    for (const call of this.#calls) call.abort(new MongoWorkerPoolError(ErrorCode.PoolClosed, reason))
     await Promise.all([...this.#workers].map((worker) => this.#stop(worker)))
   }
 
@@ -434,10 +525,15 @@ export class WorkerPool {
     worker.started = new Promise<void>((resolve, reject) => {
       worker.worker.on('message', (reply: WorkerReply) => {
         if (reply.type === 'ready' || reply.type === 'startupError') {
+          // A client that failed to connect retries on its next call: the thread itself started.
           worker.ready = true
+          this.#failedStarts = 0
           this.#updateRef(worker)
           if (reply.type === 'ready') resolve()
           else reject(rebuildError(reply.error))
+        } else if (reply.type === 'started') {
+          const task = worker.tasks.get(reply.id)
+          if (task) task.started = true
         } else {
           this.#onReply(worker, reply)
         }
@@ -464,8 +560,8 @@ export class WorkerPool {
 
   /** Sends queued calls to the least busy workers that have room. */
   #pump(): void {
-    // Only when workers died at startup and were not replaced (see #onExit).
-    if (this.#workers.size === 0) {
+    // Only when workers failed to start and were given up (see #onExit).
+    if (this.size === 0) {
       for (const task of this.#queue.splice(0)) {
         this.#reject(
           task,
@@ -500,7 +596,7 @@ export class WorkerPool {
     }
   }
 
-  #onReply(worker: PoolWorker, reply: Extract<WorkerReply, { id: number }>): void {
+  #onReply(worker: PoolWorker, reply: Extract<WorkerReply, { type: 'result' | 'error' }>): void {
     const task = worker.tasks.get(reply.id)
     if (!task) return
     worker.tasks.delete(reply.id)
@@ -508,52 +604,84 @@ export class WorkerPool {
     if (reply.type === 'result') this.#resolve(task, reply.value)
     else this.#reject(task, rebuildError(reply.error))
     this.#pump()
-    this.#checkDrained()
   }
 
   #onExit(worker: PoolWorker, code: number): void {
     this.#workers.delete(worker)
     const cause = worker.failure
-    const ranCalls = worker.tasks.size > 0
+    const requeued: Task[] = []
     for (const task of worker.tasks.values()) {
-      this.#reject(
-        task,
-        new MongoWorkerPoolError(
-          ErrorCode.PoolWorkerExited,
-          `the worker running this call exited (code ${code})${cause ? `: ${cause.message}` : ''}`,
-          { cause },
-        ),
-      )
+      // A call the worker never began runs on another worker; one it began may have run part of
+      // its reducer, so it fails.
+      if (!task.started) requeued.push(task)
+      else
+        this.#reject(
+          task,
+          new MongoWorkerPoolError(
+            ErrorCode.PoolWorkerExited,
+            `the worker running this call exited (code ${code})${cause ? `: ${cause.message}` : ''}`,
+            { cause },
+          ),
+        )
     }
+    this.#queue.unshift(...requeued.filter((task) => !task.settled))
     worker.tasks.clear()
-    // A worker that dies at startup, before connecting or running anything, would die again: not
-    // replaced, so a broken setup (e.g. resourceLimits too small to load the addon) cannot respawn
-    // forever.
-    if (!worker.stopping && (worker.ready || ranCalls)) this.#spawn()
     this.#lastFailure = cause ?? this.#lastFailure
+    if (!worker.stopping && !this.#closing) this.#replace(worker)
     this.#pump()
-    this.#checkDrained()
   }
 
-  /** Rejects a call now (abort, timeout); its worker gets a grace period to stop the query. */
+  /** Starts a worker in place of one that died: at once, or after a delay if it died starting. */
+  #replace(dead: PoolWorker): void {
+    if (dead.ready) {
+      this.#spawn()
+      return
+    }
+    if (!this.#created) return
+    this.#failedStarts++
+    if (this.#failedStarts >= MAX_FAILED_STARTS) {
+      process.emitWarning(
+        `a WorkerPool worker failed to start ${this.#failedStarts} times in a row` +
+          `${dead.failure ? ` (${dead.failure.message})` : ''}; the pool now has ${this.size} workers`,
+        'MongoWorkerPoolWarning',
+      )
+      return
+    }
+    this.#restarting++
+    setTimeout(
+      () => {
+        this.#restarting--
+        if (!this.#closing) this.#spawn()
+        this.#pump()
+      },
+      RESTART_DELAY_MS * 2 ** (this.#failedStarts - 1),
+    )
+  }
+
+  /**
+   * Rejects a call now (abort, timeout) and stops it in its worker, which closes its cursor. A
+   * worker whose call has not stopped after a grace period is stuck in the reducer (an endless
+   * loop): it is terminated and replaced.
+   */
   #cancel(task: Task, reason: unknown): void {
     if (task.settled) return
     this.#reject(task, reason)
     const queued = this.#queue.indexOf(task)
     if (queued >= 0) {
       this.#queue.splice(queued, 1)
-      this.#checkDrained()
       return
     }
     const worker = [...this.#workers].find((candidate) => candidate.tasks.has(task.request.id))
     if (!worker) return
+    // Seen by the reducer loop between two documents even while it keeps the thread busy; the
+    // message interrupts what the call awaits (a getMore, a reducer's promise).
+    Atomics.store(task.request.stopFlag, 0, 1)
     worker.worker.postMessage({ type: 'cancel', id: task.request.id })
     setTimeout(() => {
-      // Still running after the grace period: its reducer blocks the thread (an endless loop).
-      if (!worker.tasks.has(task.request.id) || worker.stopping) return
+      if (!worker.tasks.has(task.request.id)) return
       worker.failure ??= new MongoWorkerPoolError(
         ErrorCode.PoolWorkerExited,
-        'terminated because a cancelled call did not stop',
+        `terminated because a cancelled call's reducer did not return within ${CANCEL_GRACE_MS} ms`,
       )
       void worker.worker.terminate()
     }, CANCEL_GRACE_MS).unref()
@@ -575,8 +703,6 @@ export class WorkerPool {
   }
 
   #checkDrained(): void {
-    if (this.#queue.length > 0) return
-    for (const worker of this.#workers) if (worker.tasks.size > 0) return
-    for (const resolve of this.#drainWaiters.splice(0)) resolve()
+    if (this.#calls.size === 0) for (const resolve of this.#drainWaiters.splice(0)) resolve()
   }
 }
