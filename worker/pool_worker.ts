@@ -186,8 +186,8 @@ async function runReduce(request: ReduceRequest, call: RunningCall): Promise<unk
 }
 
 /**
- * The BSON type bracket of an `_id`: range operators only compare values of one bracket (a number
- * with numbers, a string with strings, ...).
+ * Range operators only compare an `_id` with values of its own BSON type bracket (a number with
+ * numbers, a string with strings, ...).
  */
 function typeBracket(value: unknown): string {
   const bsonType = (value as { _bsontype?: string } | null)?._bsontype
@@ -202,10 +202,9 @@ function typeBracket(value: unknown): string {
 /**
  * Splits a query into at most `parts` queries of about equal size by `_id` ranges, bounded by the
  * `_id`s found at even steps through its results sorted by `_id` (count, then one skip query per
- * bound: FerretDB has no $bucketAuto). A part matches `_id >= lower` and not `_id >= upper` (the
- * first part has no lower bound, the last no upper one): with bounds of one type bracket (others
- * are dropped), each document falls in exactly one part whatever the types of the `_id`s (those
- * of other brackets fall in the first part).
+ * bound: FerretDB has no $bucketAuto). Part i matches `_id >= bound(i)` and not `_id >= bound(i+1)`:
+ * with bounds of one type bracket (others are dropped), each document falls in exactly one part,
+ * whatever the types of the `_id`s (those of other brackets fall in the first part).
  */
 async function splitQuery(request: SplitRequest, call: RunningCall): Promise<Uint8Array[]> {
   // Checked before any part runs.
@@ -235,6 +234,7 @@ async function splitQuery(request: SplitRequest, call: RunningCall): Promise<Uin
   const ids = found.flatMap((document) => (document ? [document._id as unknown] : []))
   const bounds = ids.filter((id) => typeBracket(id) === typeBracket(ids[0]))
   if (bounds.length === 0) return [request.filter]
+  // Part i runs from bound i - 1 (none for the first part) to bound i (none for the last).
   return [undefined, ...bounds].map((lower, index) => {
     const upper = bounds[index]
     const range = {
