@@ -280,73 +280,6 @@ describe('reduce', () => {
   })
 })
 
-describe('split', () => {
-  type RegionTotals = Record<string, { n: number; total: number }>
-  type SplitCount = { n: number; threadIds: number[] }
-
-  it('reduces the parts of a query on different workers and combines them as the unsplit reduction', async () => {
-    const byRegion = fixture('by_region.mjs')
-    const unsplit = (await pool.reduce(
-      dbName,
-      'orders',
-      { status: { $ne: 'refunded' } },
-      {},
-      byRegion,
-    )) as RegionTotals
-    const split = (await pool.reduce(
-      dbName,
-      'orders',
-      { status: { $ne: 'refunded' } },
-      { split: 3 },
-      byRegion,
-    )) as RegionTotals
-    expect(Object.keys(split).sort()).toEqual(Object.keys(unsplit).sort())
-    for (const [region, { n, total }] of Object.entries(unsplit)) {
-      expect(split[region]!.n).toBe(n)
-      // Summed in another order.
-      expect(split[region]!.total).toBeCloseTo(total, 6)
-    }
-    const counted = (await pool.reduce(
-      dbName,
-      'orders',
-      {},
-      { split: 2 },
-      fixture('split_count.mjs'),
-    )) as SplitCount
-    expect(counted.n).toBe(ORDER_COUNT)
-    expect(new Set(counted.threadIds).size).toBe(2)
-  })
-
-  it('counts every document once whatever the types of the _ids', async () => {
-    const mixed = drivers.official.db(dbName).collection('mixed_ids')
-    await mixed.insertMany([
-      ...Array.from({ length: 20 }, (_, index) => ({ _id: index as never, even: index % 2 === 0 })),
-      ...Array.from({ length: 20 }, (_, index) => ({ _id: (index + 0.5) as never, even: false })),
-      ...Array.from({ length: 20 }, (_, index) => ({ _id: `id${index}` as never, even: index % 2 === 0 })),
-      ...Array.from({ length: 20 }, (_, index) => ({ _id: objectIdFor(index), even: index % 2 === 0 })),
-      ...Array.from({ length: 5 }, (_, index) => ({
-        _id: new Date(Date.UTC(2025, 0, index + 1)) as never,
-        even: true,
-      })),
-    ])
-    const count = (filter: Document, split: number) =>
-      pool.reduce(dbName, 'mixed_ids', filter, { split }, fixture('split_count.mjs')) as Promise<SplitCount>
-    for (const split of [2, 4, 7, 200]) {
-      expect((await count({}, split)).n).toBe(85)
-      expect((await count({ even: true }, split)).n).toBe(await mixed.countDocuments({ even: true }))
-    }
-    expect((await count({ even: 'never' }, 3)).n).toBe(0)
-  })
-
-  it('rejects a reducer module that does not export combine', async () => {
-    const error = await rejection(pool.reduce(dbName, 'orders', {}, { split: 2 }, fixture('count.cjs'), 0))
-    expect(error).toBeInstanceOf(MongoInvalidArgumentError)
-    expect(error.message).toMatch(
-      /split needs a reducer module that exports combine\(a, b\); module .*count\.cjs does not/,
-    )
-  })
-})
-
 describe('errors', () => {
   it('passes a reducer error through with its class, message and stack', async () => {
     const error = await rejection(pool.reduce(dbName, 'orders', {}, {}, fixture('throwing.mjs'), 0))
@@ -496,15 +429,6 @@ describe('errors', () => {
         ),
     ],
     ['a negative close timeoutMS', () => pool.close({ timeoutMS: -1 })],
-    ['split 0', () => pool.reduce(dbName, 'orders', {}, { split: 0 }, fixture('by_region.mjs'))],
-    [
-      'split with a function reducer',
-      () => pool.reduce(dbName, 'orders', {}, { split: 2 }, (n: number) => n, 0),
-    ],
-    [
-      'split with a limit',
-      () => pool.reduce(dbName, 'orders', {}, { split: 2, limit: 10 }, fixture('by_region.mjs')),
-    ],
     ['size 0', () => WorkerPool.create({ uri, size: 0 })],
     ['maxQueue 1.5', () => WorkerPool.create({ uri, maxQueue: 1.5 })],
     ['no uri', () => WorkerPool.create({} as never)],

@@ -20,7 +20,7 @@ import {
 } from './errors.js'
 import { MongoClient, type MongoClientOptions } from './mongo_client.js'
 import { checkFilter, type FindOptions } from './options.js'
-import type { PoolCall, ReducerSpec, SerializedError, WorkerReply } from '../worker/protocol.js'
+import type { ReduceRequest, ReducerSpec, SerializedError, WorkerReply } from '../worker/protocol.js'
 
 /** The worker entry, compiled from worker/pool_worker.ts next to this file's build (dist/worker/). */
 const WORKER_ENTRY = join(__dirname, 'worker', 'pool_worker.js')
@@ -62,7 +62,7 @@ export interface WorkerPoolOptions {
   resourceLimits?: ResourceLimits
 }
 
-/** Options of {@link WorkerPool.reduce}: the find options, plus the call's split, cancellation and time limit. */
+/** Options of {@link WorkerPool.reduce}: the find options, plus the call's cancellation and time limit. */
 export interface PoolReduceOptions extends FindOptions {
   /**
    * Aborting rejects the call with `signal.reason`. Its worker stops it before the next document
@@ -70,13 +70,6 @@ export interface PoolReduceOptions extends FindOptions {
    * that does not return within a second (an endless loop) gets its worker terminated.
    */
   signal?: AbortSignal
-  /**
-   * Splits the query into this many parts by `_id` ranges, reduced on different workers and merged
-   * with `combine(a, b)`, which the reducer module must export. Each part starts from `initial`
-   * (or `init()`), which must therefore be neutral for `combine`, and `combine` must not depend on
-   * document order. Not with `skip`, `limit` or `singleBatch`. Default: 1 (no split).
-   */
-  split?: number
   /**
    * Time limit of the whole call (queueing, query and reducer) in ms; 0 or absent means none.
    * Past it the call rejects with `MongoOperationTimeoutError` and stops in its worker, as on abort.
@@ -101,18 +94,14 @@ export interface WorkerPoolCloseOptions {
   timeoutMS?: number
 }
 
-/** A worker call as the pool builds it, before it gets its id and stop flag. */
-type Unsent<TCall> = TCall extends unknown ? Omit<TCall, 'id' | 'stopFlag'> : never
-
-/** One call to a worker, queued or sent. */
 interface Task {
-  request: PoolCall
+  request: ReduceRequest
   resolve(value: unknown): void
   reject(error: unknown): void
   settled: boolean
   /** Whether its worker began it: a call it had not is re-queued if the worker dies. */
   started: boolean
-  /** Removes the abort listener. */
+  /** Removes the abort listener and the timeout. */
   release(): void
 }
 
@@ -272,8 +261,6 @@ export class WorkerPool {
   readonly #resourceLimits: ResourceLimits | undefined
   readonly #workers = new Set<PoolWorker>()
   readonly #queue: Task[] = []
-  /** The user calls running, each with the controller that aborts it. */
-  readonly #calls = new Set<AbortController>()
   readonly #drainWaiters: (() => void)[] = []
   #nextId = 1
   #closing: Promise<void> | null = null
@@ -340,9 +327,8 @@ export class WorkerPool {
    *   worker: it sees only its arguments and globals (closures do not travel; put values in
    *   `initial`), or
    * - a module (file URL, `import.meta.url`-relative `URL`, or absolute path) exporting
-   *   `reduce(accumulator, document)`, optionally `init()`, which gives the initial accumulator
-   *   when `initial` is omitted, and `combine(a, b)`, which {@link PoolReduceOptions.split} needs.
-   *   Each worker imports it once.
+   *   `reduce(accumulator, document)` and optionally `init()`, which gives the initial accumulator
+   *   when `initial` is omitted. Each worker imports it once.
    *
    * `initial` and the result are structured-cloned across threads: BSON values (ObjectId, Long,
    * ...) arrive as plain objects, so reduce them to strings or numbers. A reducer may return a
@@ -362,20 +348,13 @@ export class WorkerPool {
     if (options !== undefined && options !== null && typeof options !== 'object') {
       throw new MongoInvalidArgumentError(`options must be an object, got ${describe(options)}`)
     }
-    const { signal, timeoutMS: timeoutOption, split: splitOption, ...findOptions } = options ?? {}
+    const { signal, timeoutMS: timeoutOption, ...findOptions } = options ?? {}
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new MongoInvalidArgumentError(`signal must be an AbortSignal, got ${describe(signal)}`)
     }
     const timeoutMS = checkTimeout(timeoutOption, 0)
     const names = { db: checkName(db, 'database'), collection: checkName(collection, 'collection') }
     const spec = reducerSpec(reducer)
-    const parts = checkCount(splitOption, 'split', 1)
-    if (parts > 1 && spec.kind !== 'module') {
-      throw new MongoInvalidArgumentError('split needs a reducer module that exports combine(a, b)')
-    }
-    if (parts > 1 && (findOptions.skip || findOptions.limit || findOptions.singleBatch)) {
-      throw new MongoInvalidArgumentError('split cannot be used with skip, limit or singleBatch')
-    }
     if (this.#closing) throw new MongoWorkerPoolError(ErrorCode.PoolClosed, 'the worker pool is closed')
     signal?.throwIfAborted()
     if (this.#queue.length >= this.#maxQueue) {
@@ -393,69 +372,39 @@ export class WorkerPool {
       ignoreUndefined: findOptions.ignoreUndefined ?? this.#clientOptions.ignoreUndefined ?? false,
       serializeFunctions: findOptions.serializeFunctions ?? this.#clientOptions.serializeFunctions ?? false,
     }
-    const queried = {
+    const request: ReduceRequest = {
+      type: 'reduce',
+      id: this.#nextId++,
       ...names,
       filter: BSON.serialize({ filter: query }, serialize),
       options: BSON.serialize({ options: definedOptions }, serialize),
       reducer: spec,
+      hasInitial: initial !== undefined,
+      initial,
+      stopFlag: new Int32Array(new SharedArrayBuffer(4)),
     }
-    const start = { hasInitial: initial !== undefined, initial }
-    return this.#call(signal, timeoutMS, async (callSignal) => {
-      if (parts === 1) return this.#run({ type: 'reduce', ...queried, ...start }, callSignal)
-      const filters = (await this.#run({ type: 'split', ...queried, parts }, callSignal)) as Uint8Array[]
-      const accumulators = await Promise.all(
-        filters.map((part) => this.#run({ type: 'reduce', ...queried, filter: part, ...start }, callSignal)),
-      )
-      return this.#run({ type: 'combine', reducer: spec, accumulators }, callSignal)
-    }) as Promise<TAccumulator>
-  }
-
-  /**
-   * Runs one user call (one or several worker calls) under its limits: `signal`, `timeoutMS` and
-   * the pool's close, which all abort `run`'s signal. The pool has drained when no call runs.
-   */
-  async #call(
-    signal: AbortSignal | undefined,
-    timeoutMS: number,
-    run: (signal: AbortSignal) => Promise<unknown>,
-  ): Promise<unknown> {
-    const call = new AbortController()
-    const onAbort = () => call.abort(signal!.reason)
-    signal?.addEventListener('abort', onAbort, { once: true })
-    const timer =
-      timeoutMS > 0
-        ? setTimeout(
-            () => call.abort(new MongoOperationTimeoutError(`reduce timed out after ${timeoutMS} ms`)),
-            timeoutMS,
-          )
-        : undefined
-    this.#calls.add(call)
-    try {
-      return await run(call.signal)
-    } finally {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
-      // Stops the parts a failed split call still runs (a no-op once every part has answered).
-      call.abort()
-      this.#calls.delete(call)
-      this.#checkDrained()
-    }
-  }
-
-  /** Queues one worker call; aborting `signal` rejects it and stops it in its worker. */
-  #run(request: Unsent<PoolCall>, signal: AbortSignal): Promise<unknown> {
-    signal.throwIfAborted()
-    return new Promise((resolve, reject) => {
+    return new Promise<TAccumulator>((resolve, reject) => {
       const task: Task = {
-        request: { ...request, id: this.#nextId++, stopFlag: new Int32Array(new SharedArrayBuffer(4)) },
-        resolve,
+        request,
+        resolve: resolve as (value: unknown) => void,
         reject,
         settled: false,
         started: false,
-        release: () => signal.removeEventListener('abort', onAbort),
+        release: () => {
+          clearTimeout(timer)
+          signal?.removeEventListener('abort', onAbort)
+        },
       }
-      const onAbort = () => this.#cancel(task, signal.reason)
-      signal.addEventListener('abort', onAbort, { once: true })
+      const onAbort = () => this.#cancel(task, signal!.reason)
+      signal?.addEventListener('abort', onAbort, { once: true })
+      const timer =
+        timeoutMS > 0
+          ? setTimeout(
+              () =>
+                this.#cancel(task, new MongoOperationTimeoutError(`reduce timed out after ${timeoutMS} ms`)),
+              timeoutMS,
+            )
+          : undefined
       this.#queue.push(task)
       this.#pump()
     })
@@ -494,7 +443,8 @@ export class WorkerPool {
       timeoutMS === null
         ? 'the worker pool was closed'
         : `the worker pool was closed before this call finished (close timeoutMS: ${timeoutMS} ms)`
-    for (const call of this.#calls) call.abort(new MongoWorkerPoolError(ErrorCode.PoolClosed, reason))
+    const pending = [...this.#queue, ...[...this.#workers].flatMap((worker) => [...worker.tasks.values()])]
+    for (const task of pending) this.#cancel(task, new MongoWorkerPoolError(ErrorCode.PoolClosed, reason))
     await Promise.all([...this.#workers].map((worker) => this.#stop(worker)))
   }
 
@@ -604,6 +554,7 @@ export class WorkerPool {
     if (reply.type === 'result') this.#resolve(task, reply.value)
     else this.#reject(task, rebuildError(reply.error))
     this.#pump()
+    this.#checkDrained()
   }
 
   #onExit(worker: PoolWorker, code: number): void {
@@ -629,6 +580,7 @@ export class WorkerPool {
     this.#lastFailure = cause ?? this.#lastFailure
     if (!worker.stopping && !this.#closing) this.#replace(worker)
     this.#pump()
+    this.#checkDrained()
   }
 
   /** Starts a worker in place of one that died: at once, or after a delay if it died starting. */
@@ -669,6 +621,7 @@ export class WorkerPool {
     const queued = this.#queue.indexOf(task)
     if (queued >= 0) {
       this.#queue.splice(queued, 1)
+      this.#checkDrained()
       return
     }
     const worker = [...this.#workers].find((candidate) => candidate.tasks.has(task.request.id))
@@ -703,6 +656,8 @@ export class WorkerPool {
   }
 
   #checkDrained(): void {
-    if (this.#calls.size === 0) for (const resolve of this.#drainWaiters.splice(0)) resolve()
+    if (this.#queue.length > 0) return
+    for (const worker of this.#workers) if (worker.tasks.size > 0) return
+    for (const resolve of this.#drainWaiters.splice(0)) resolve()
   }
 }

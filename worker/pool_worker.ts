@@ -7,13 +7,10 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import { BSON, MongoClient, MongoError, MongoInvalidArgumentError, type Document } from 'rumongo'
 import type {
-  CombineRequest,
-  PoolCall,
   PoolWorkerData,
   ReduceRequest,
   ReducerSpec,
   SerializedError,
-  SplitRequest,
   WorkerReply,
   WorkerRequest,
 } from './protocol.js'
@@ -23,8 +20,6 @@ type ReduceFunction = (accumulator: unknown, document: Document) => unknown
 interface Reducer {
   reduce: ReduceFunction
   init?: () => unknown
-  /** Merges the accumulators of two parts of a split query (modules only). */
-  combine?: (left: unknown, right: unknown) => unknown
 }
 
 /** Distinct function sources kept compiled; past it the cache restarts (sources built on the fly). */
@@ -78,16 +73,14 @@ function compileFunction(source: string): ReduceFunction {
 async function importReducer(url: string): Promise<Reducer> {
   const loaded = (await import(url)) as Partial<Reducer> & { default?: Partial<Reducer> }
   // A CommonJS module's exports arrive as named exports or only as `default`.
-  const { reduce, init, combine } = typeof loaded.reduce === 'function' ? loaded : (loaded.default ?? {})
+  const { reduce, init } = typeof loaded.reduce === 'function' ? loaded : (loaded.default ?? {})
   if (typeof reduce !== 'function') {
     throw new MongoInvalidArgumentError(`reducer module ${url} does not export a reduce function`)
   }
-  for (const [name, value] of Object.entries({ init, combine })) {
-    if (value !== undefined && typeof value !== 'function') {
-      throw new MongoInvalidArgumentError(`reducer module ${url} exports a ${name} that is not a function`)
-    }
+  if (init !== undefined && typeof init !== 'function') {
+    throw new MongoInvalidArgumentError(`reducer module ${url} exports an init that is not a function`)
   }
-  return { reduce, init, combine }
+  return { reduce, init }
 }
 
 function loadReducer(spec: ReducerSpec): Reducer | Promise<Reducer> {
@@ -153,18 +146,12 @@ class RunningCall {
   }
 }
 
-/** The request's query, with its values' exact BSON types. */
-function decodeQuery(request: ReduceRequest | SplitRequest): { filter: Document; options: Document } {
+async function runReduce(request: ReduceRequest, call: RunningCall): Promise<unknown> {
+  const { reduce, init } = await call.unlessStopped(loadReducer(request.reducer))
   // Numbers keep their BSON type in the filter (Int32, Double, Long), as the caller sent them;
   // options are plain numbers, which their validation expects.
   const { filter } = BSON.deserialize(request.filter, { promoteValues: false })
   const { options } = BSON.deserialize(request.options, { promoteLongs: false })
-  return { filter, options }
-}
-
-async function runReduce(request: ReduceRequest, call: RunningCall): Promise<unknown> {
-  const { reduce, init } = await call.unlessStopped(loadReducer(request.reducer))
-  const { filter, options } = decodeQuery(request)
   let accumulator = request.hasInitial ? request.initial : await call.unlessStopped(init?.())
   const cursor = client.db(request.db).collection(request.collection).find(filter, options)
   try {
@@ -185,100 +172,7 @@ async function runReduce(request: ReduceRequest, call: RunningCall): Promise<unk
   return accumulator
 }
 
-/**
- * Range operators only compare an `_id` with values of its own BSON type bracket (a number with
- * numbers, a string with strings, ...).
- */
-function typeBracket(value: unknown): string {
-  const bsonType = (value as { _bsontype?: string } | null)?._bsontype
-  if (typeof value === 'number' || ['Int32', 'Double', 'Long', 'Decimal128'].includes(bsonType ?? '')) {
-    return 'number'
-  }
-  if (bsonType === 'BSONSymbol') return 'string'
-  if (value instanceof Date) return 'date'
-  return bsonType ?? (value === null ? 'null' : typeof value)
-}
-
-/**
- * Splits a query into at most `parts` queries of about equal size by `_id` ranges, bounded by the
- * `_id`s found at even steps through its results sorted by `_id` (count, then one skip query per
- * bound: FerretDB has no $bucketAuto). Part i matches `_id >= bound(i)` and not `_id >= bound(i+1)`:
- * with bounds of one type bracket (others are dropped), each document falls in exactly one part,
- * whatever the types of the `_id`s (those of other brackets fall in the first part).
- */
-async function splitQuery(request: SplitRequest, call: RunningCall): Promise<Uint8Array[]> {
-  // Checked before any part runs.
-  await loadCombine(request.reducer, call)
-  const { filter, options } = decodeQuery(request)
-  const collection = client.db(request.db).collection(request.collection)
-  const count = await call.unlessStopped(collection.countDocuments(filter, options))
-  const steps = new Set(
-    Array.from({ length: request.parts - 1 }, (_, index) =>
-      Math.floor(((index + 1) * count) / request.parts),
-    ),
-  )
-  const boundOptions = {
-    ...options,
-    projection: { _id: 1 },
-    sort: { _id: 1 } as const,
-    promoteValues: false,
-    raw: false,
-  }
-  const found = await call.unlessStopped(
-    Promise.all(
-      [...steps]
-        .filter((skip) => skip > 0)
-        .map((skip) => collection.findOne(filter, { ...boundOptions, skip })),
-    ),
-  )
-  const ids = found.flatMap((document) => (document ? [document._id as unknown] : []))
-  const bounds = ids.filter((id) => typeBracket(id) === typeBracket(ids[0]))
-  if (bounds.length === 0) return [request.filter]
-  // Part i runs from bound i - 1 (none for the first part) to bound i (none for the last).
-  return [undefined, ...bounds].map((lower, index) => {
-    const upper = bounds[index]
-    const range = {
-      ...(lower === undefined ? {} : { $gte: lower }),
-      ...(upper === undefined ? {} : { $not: { $gte: upper } }),
-    }
-    return BSON.serialize({ filter: { $and: [filter, { _id: range }] } })
-  })
-}
-
-/** The reducer module's `combine`, which a split query needs. */
-async function loadCombine(spec: ReducerSpec, call: RunningCall): Promise<NonNullable<Reducer['combine']>> {
-  const { combine } = await call.unlessStopped(loadReducer(spec))
-  if (!combine) {
-    const source = spec.kind === 'module' ? `module ${spec.url}` : 'function'
-    throw new MongoInvalidArgumentError(
-      `split needs a reducer module that exports combine(a, b); ${source} does not`,
-    )
-  }
-  return combine
-}
-
-async function combineParts(request: CombineRequest, call: RunningCall): Promise<unknown> {
-  const combine = await loadCombine(request.reducer, call)
-  let [accumulator, ...rest] = request.accumulators
-  for (const next of rest) {
-    accumulator = combine(accumulator, next)
-    if (isThenable(accumulator)) accumulator = await call.unlessStopped(accumulator)
-  }
-  return accumulator
-}
-
-function runCall(request: PoolCall, call: RunningCall): Promise<unknown> {
-  switch (request.type) {
-    case 'reduce':
-      return runReduce(request, call)
-    case 'split':
-      return splitQuery(request, call)
-    case 'combine':
-      return combineParts(request, call)
-  }
-}
-
-function start(request: PoolCall): void {
+function start(request: ReduceRequest): void {
   const { id } = request
   post({ type: 'started', id })
   const call = new RunningCall(request.stopFlag)
@@ -289,7 +183,7 @@ function start(request: PoolCall): void {
       serialized.message += CLOSURE_HINT
     post({ type: 'error', id, error: serialized })
   }
-  call.done = runCall(request, call)
+  call.done = runReduce(request, call)
     .then((value) => {
       try {
         post({ type: 'result', id, value })
@@ -314,8 +208,8 @@ async function close(): Promise<void> {
 }
 
 port.on('message', (request: WorkerRequest) => {
-  if (request.type === 'cancel') running.get(request.id)?.stop()
-  else if (request.type !== 'close') start(request)
+  if (request.type === 'reduce') start(request)
+  else if (request.type === 'cancel') running.get(request.id)?.stop()
   else {
     // A failed client close has no one left to report to: the pool is shutting this thread down.
     close().catch(() => {})

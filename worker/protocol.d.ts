@@ -23,15 +23,9 @@ export interface SerializedError {
   cause?: SerializedError
 }
 
-/** What every call the pool sends a worker carries. */
-interface CallRequest {
+export interface ReduceRequest {
+  type: 'reduce'
   id: number
-  /** On a SharedArrayBuffer: the pool sets it to 1 to stop the call (see RunningCall). */
-  stopFlag: Int32Array
-}
-
-/** A query and its reducer. */
-interface QueryRequest extends CallRequest {
   db: string
   collection: string
   /** BSON of `{ filter }`, so filter values keep their exact BSON types. */
@@ -39,31 +33,13 @@ interface QueryRequest extends CallRequest {
   /** BSON of `{ options }` (find options, BSON options). */
   options: Uint8Array
   reducer: ReducerSpec
-}
-
-/** Reduces the query's documents; the reply is the accumulator. */
-export interface ReduceRequest extends QueryRequest {
-  type: 'reduce'
   hasInitial: boolean
   initial: unknown
+  /** On a SharedArrayBuffer: the pool sets it to 1 to stop the call (see RunningCall). */
+  stopFlag: Int32Array
 }
 
-/** Splits the query by `_id` ranges into at most `parts`; the reply is each part's filter, as BSON of `{ filter }`. */
-export interface SplitRequest extends QueryRequest {
-  type: 'split'
-  parts: number
-}
-
-/** Folds the accumulators of a split query's parts with the reducer module's `combine`. */
-export interface CombineRequest extends CallRequest {
-  type: 'combine'
-  reducer: ReducerSpec
-  accumulators: unknown[]
-}
-
-export type PoolCall = ReduceRequest | SplitRequest | CombineRequest
-
-export type WorkerRequest = PoolCall | { type: 'cancel'; id: number } | { type: 'close' }
+export type WorkerRequest = ReduceRequest | { type: 'cancel'; id: number } | { type: 'close' }
 
 export type WorkerReply =
   | { type: 'ready' }
