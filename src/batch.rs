@@ -2,7 +2,7 @@
 
 use std::panic::AssertUnwindSafe;
 
-use bson::RawArray;
+use bson::{RawArray, RawBsonRef, RawDocument};
 use mongodb::raw_batch_cursor::RawBatch;
 use napi::bindgen_prelude::{BigInt, Buffer, Float64Array, Uint32Array};
 use napi_derive::napi;
@@ -35,6 +35,7 @@ pub enum BatchOutput {
 /// or as JSON text.
 #[napi(object)]
 pub struct DocumentBatch {
+    /// The documents' BSON back to back; with a JSON output, only those in `json_deferred`.
     pub documents: Buffer,
     pub count: u32,
     /// Whether the server cursor has more batches (worth asking for the next one ahead of time).
@@ -106,14 +107,39 @@ pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<Doc
     )?)
 }
 
-/// Copies the documents into one contiguous buffer, then tapes or transcodes them.
+/// Transcodes the documents to JSON where they are, or copies them into one contiguous buffer
+/// (which JS keeps) and tapes or indexes them.
 fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBatch> {
+    let json_format = match output {
+        BatchOutput::RelaxedJson => Some(JsonFormat::Relaxed),
+        BatchOutput::PlainJson => Some(JsonFormat::Plain),
+        _ => None,
+    };
+    if let Some(format) = json_format {
+        let documents = array
+            .into_iter()
+            .map(|element| Ok(batch_document(element?)?.as_bytes()))
+            .collect::<Result<Vec<&[u8]>>>()?;
+        let json = json::transcode(&documents, format);
+        return Ok(DocumentBatch {
+            documents: json.deferred_bson.into(),
+            count: documents.len() as u32,
+            has_more: false,
+            cursor_id: None,
+            slots: None,
+            latin1: None,
+            utf16: None,
+            extras: None,
+            shapes: None,
+            json: Some(json.text.into()),
+            json_deferred: Some(Uint32Array::new(json.deferred)),
+            lazy_index: None,
+        });
+    }
     let mut documents = Vec::with_capacity(array.as_bytes().len());
     let mut count = 0u32;
     for element in array {
-        let document = element?.as_document().ok_or(Error::InvalidResponse(
-            "a cursor batch holds a value that is not a document",
-        ))?;
+        let document = batch_document(element?)?;
         if matches!(output, BatchOutput::Raw) {
             lazy::walk_elements(document.as_bytes(), |_, _| {})?;
         }
@@ -122,11 +148,6 @@ fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBat
     }
     let tape = match output {
         BatchOutput::Tape => Tape::encode(&documents, count as usize).ok(),
-        _ => None,
-    };
-    let json = match output {
-        BatchOutput::RelaxedJson => Some(json::transcode(&documents, count as usize, JsonFormat::Relaxed)),
-        BatchOutput::PlainJson => Some(json::transcode(&documents, count as usize, JsonFormat::Plain)),
         _ => None,
     };
     let lazy_index = match output {
@@ -146,10 +167,6 @@ fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBat
         ),
         None => (None, None, None, None),
     };
-    let (json, json_deferred) = match json {
-        Some(batch) => (Some(batch.text.into()), Some(Uint32Array::new(batch.deferred))),
-        None => (None, None),
-    };
     Ok(DocumentBatch {
         documents: documents.into(),
         count,
@@ -160,8 +177,15 @@ fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBat
         utf16,
         extras,
         shapes,
-        json,
-        json_deferred,
+        json: None,
+        json_deferred: None,
         lazy_index,
     })
+}
+
+/// A batch element, which must be a document.
+fn batch_document(element: RawBsonRef<'_>) -> Result<&RawDocument> {
+    element.as_document().ok_or(Error::InvalidResponse(
+        "a cursor batch holds a value that is not a document",
+    ))
 }

@@ -38,8 +38,10 @@ pub enum JsonFormat {
 /// A batch as JSON text: its documents separated by commas, without the enclosing brackets.
 pub struct JsonBatch {
     pub text: Vec<u8>,
+    /// The BSON of the documents JS renders itself, back to back.
+    pub deferred_bson: Vec<u8>,
     /// Per deferred document, three numbers: where its JSON goes in `text`, and its offset and
-    /// length in the batch BSON.
+    /// length in `deferred_bson`.
     pub deferred: Vec<u32>,
 }
 
@@ -58,46 +60,33 @@ type Step<T = ()> = Result<T, Deferred>;
 /// transcoded on every rayon thread, then joined.
 const CHUNK_BYTES: usize = 1 << 20;
 
-/// Transcodes `count` documents stored back to back in `bson` (well framed: the batch encoder
-/// copied them from validated raw documents).
-pub fn transcode(bson: &[u8], count: usize, format: JsonFormat) -> JsonBatch {
-    let documents = document_spans(bson, count);
-    if bson.len() <= CHUNK_BYTES {
-        return transcode_documents(bson, &documents, format);
-    }
+/// Transcodes `documents` (each well framed: the bson crate checked their lengths), read where
+/// they are in the server's reply: only deferred documents are copied.
+pub fn transcode(documents: &[&[u8]], format: JsonFormat) -> JsonBatch {
     let mut chunks = Vec::new();
     let (mut first, mut bytes) = (0, 0);
-    for (index, &(_, length)) in documents.iter().enumerate() {
-        bytes += length;
+    for (index, document) in documents.iter().enumerate() {
+        bytes += document.len();
         if bytes >= CHUNK_BYTES {
             chunks.push(&documents[first..=index]);
             (first, bytes) = (index + 1, 0);
         }
+    }
+    if chunks.is_empty() {
+        return transcode_documents(documents, format);
     }
     if first < documents.len() {
         chunks.push(&documents[first..]);
     }
     let parts: Vec<JsonBatch> = chunks
         .par_iter()
-        .map(|chunk| transcode_documents(bson, chunk, format))
+        .map(|chunk| transcode_documents(chunk, format))
         .collect();
     join(parts)
 }
 
-/// `(offset, length)` of each document.
-fn document_spans(bson: &[u8], count: usize) -> Vec<(usize, usize)> {
-    let mut spans = Vec::with_capacity(count);
-    let mut offset = 0;
-    for _ in 0..count {
-        let length = document_length(bson, offset).unwrap_or(bson.len() - offset);
-        spans.push((offset, length));
-        offset += length;
-    }
-    spans
-}
-
-fn transcode_documents(bson: &[u8], documents: &[(usize, usize)], format: JsonFormat) -> JsonBatch {
-    let bytes = documents.iter().map(|&(_, length)| length).sum::<usize>();
+fn transcode_documents(documents: &[&[u8]], format: JsonFormat) -> JsonBatch {
+    let bytes = documents.iter().map(|document| document.len()).sum::<usize>();
     let mut writer = Writer {
         out: Vec::with_capacity(bytes + bytes / 2),
         format,
@@ -105,41 +94,45 @@ fn transcode_documents(bson: &[u8], documents: &[(usize, usize)], format: JsonFo
         integers: itoa::Buffer::new(),
         keys: KeySets::default(),
     };
-    let mut deferred = Vec::new();
-    for (index, &(offset, length)) in documents.iter().enumerate() {
+    let (mut deferred, mut deferred_bson) = (Vec::new(), Vec::new());
+    for (index, document) in documents.iter().enumerate() {
         if index > 0 {
             writer.out.push(b',');
         }
         let mark = writer.out.len();
-        if writer.document(&bson[offset..offset + length], 0).is_err() {
+        if writer.document(document, 0).is_err() {
             writer.out.truncate(mark);
-            deferred.extend([mark, offset, length].map(|number| number as u32));
+            deferred.extend([mark, deferred_bson.len(), document.len()].map(|number| number as u32));
+            deferred_bson.extend_from_slice(document);
         }
     }
     JsonBatch {
         text: writer.out,
+        deferred_bson,
         deferred,
     }
 }
 
-/// The parts' texts separated by commas, their deferred positions moved to match.
+/// The parts' texts separated by commas and their deferred documents, positions moved to match.
 fn join(parts: Vec<JsonBatch>) -> JsonBatch {
     let length = parts.iter().map(|part| part.text.len() + 1).sum::<usize>();
     let mut joined = JsonBatch {
         text: Vec::with_capacity(length),
+        deferred_bson: Vec::new(),
         deferred: Vec::new(),
     };
     for (index, part) in parts.into_iter().enumerate() {
         if index > 0 {
             joined.text.push(b',');
         }
-        let base = joined.text.len() as u32;
+        let (text_base, bson_base) = (joined.text.len() as u32, joined.deferred_bson.len() as u32);
         joined.deferred.extend(
             part.deferred
                 .chunks_exact(3)
-                .flat_map(|entry| [entry[0] + base, entry[1], entry[2]]),
+                .flat_map(|entry| [entry[0] + text_base, entry[1] + bson_base, entry[2]]),
         );
         joined.text.extend_from_slice(&part.text);
+        joined.deferred_bson.extend_from_slice(&part.deferred_bson);
     }
     joined
 }
