@@ -16,6 +16,9 @@ import { GENERATORS, wide45Projection } from './lib/datasets.mjs'
 import { formatCount, median } from './lib/report.mjs'
 
 const require = createRequire(import.meta.url)
+// One rayon thread: the Rust rates below are per core (a real query splits batches over 1 MiB
+// across every core). Read by the addon when its thread pool starts, on first use.
+process.env.RAYON_NUM_THREADS = '1'
 
 /** Server replies carry at most 16 MiB of documents: batches are cut the same way. */
 const BATCH_BYTES = 16 * 1024 * 1024
