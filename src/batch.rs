@@ -122,18 +122,9 @@ fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBat
             .collect::<Result<Vec<&[u8]>>>()?;
         let json = json::transcode(&documents, format);
         return Ok(DocumentBatch {
-            documents: json.deferred_bson.into(),
-            count: documents.len() as u32,
-            has_more: false,
-            cursor_id: None,
-            slots: None,
-            latin1: None,
-            utf16: None,
-            extras: None,
-            shapes: None,
             json: Some(json.text.into()),
             json_deferred: Some(Uint32Array::new(json.deferred)),
-            lazy_index: None,
+            ..DocumentBatch::of(json.deferred_bson, documents.len() as u32)
         });
     }
     let mut documents = Vec::with_capacity(array.as_bytes().len());
@@ -168,19 +159,34 @@ fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBat
         None => (None, None, None, None),
     };
     Ok(DocumentBatch {
-        documents: documents.into(),
-        count,
-        has_more: false,
-        cursor_id: None,
         slots,
         latin1,
         utf16,
         extras,
         shapes,
-        json: None,
-        json_deferred: None,
         lazy_index,
+        ..DocumentBatch::of(documents, count)
     })
+}
+
+impl DocumentBatch {
+    /// `count` documents in `documents`, with no other output (yet).
+    fn of(documents: Vec<u8>, count: u32) -> Self {
+        DocumentBatch {
+            documents: documents.into(),
+            count,
+            has_more: false,
+            cursor_id: None,
+            slots: None,
+            latin1: None,
+            utf16: None,
+            extras: None,
+            shapes: None,
+            json: None,
+            json_deferred: None,
+            lazy_index: None,
+        }
+    }
 }
 
 /// A batch element, which must be a document.
