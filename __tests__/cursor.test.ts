@@ -115,6 +115,44 @@ describe('findCursor on the real server', () => {
     expect(await cursor.nextBatch()).toBeNull()
   })
 
+  it('a large first reply comes in parts, in order, and nextBatch() still hands it over whole', async () => {
+    const all = { sort: { n: 1 }, batchSize: DOCS } as const
+    const expected = await theirs().find({}, all).toArray()
+    // The native cursor: the one server reply (all documents, ~200 KiB) as several parts, in order.
+    const client = await NativeClient.connect(uri)
+    try {
+      const native = await client
+        .collection(dbName, 'items')
+        .find(BSON.serialize({}), BSON.serialize(all), BatchOutput.Raw)
+      const parts: { count: number; replyContinues: boolean; first?: number }[] = []
+      for (let batch = await native.nextBatch(); batch !== null; batch = await native.nextBatch()) {
+        // The first document's n (a server may end with an empty getMore reply).
+        const first = batch.count > 0 ? batch.documents.subarray(0, batch.documents.readInt32LE(0)) : null
+        parts.push({
+          count: batch.count,
+          replyContinues: batch.replyContinues,
+          first: first && BSON.deserialize(first).n,
+        })
+      }
+      const firstReplyParts = parts.findIndex((part) => !part.replyContinues) + 1
+      expect(firstReplyParts).toBeGreaterThan(1)
+      expect(parts.slice(firstReplyParts).every((part) => !part.replyContinues)).toBe(true)
+      expect(parts.reduce((sum, part) => sum + part.count, 0)).toBe(DOCS)
+      let first = 0
+      for (const part of parts.filter((part) => part.count > 0)) {
+        expect(part.first).toBe(first)
+        first += part.count
+      }
+    } finally {
+      await client.close()
+    }
+    expectIdentical(await ours().find({}, all), expected)
+    const cursor = ours().findCursor({}, all)
+    expectIdentical(await cursor.nextBatch(), expected)
+    expect(await cursor.nextBatch()).toBeNull()
+    expect(cursor.closed).toBe(true)
+  })
+
   it('{ lazy: true } yields lazy documents equal to the official ones', async () => {
     const lazy: Document[] = []
     for await (const document of ours().findCursor({ n: { $lt: 300 } }, { ...options, lazy: true })) {

@@ -1,11 +1,12 @@
 //! How a raw server batch is handed to JavaScript: the one seam between the cursor and the decoder.
 
-use std::panic::AssertUnwindSafe;
+use std::{collections::VecDeque, ops::Range, panic::AssertUnwindSafe, sync::Arc};
 
 use bson::{RawArray, RawBsonRef, RawDocument};
 use mongodb::raw_batch_cursor::RawBatch;
 use napi::bindgen_prelude::{BigInt, Buffer, Float64Array, Uint32Array};
 use napi_derive::napi;
+use tokio::sync::oneshot;
 
 use crate::{
     error::{Error, Result},
@@ -40,6 +41,9 @@ pub struct DocumentBatch {
     pub count: u32,
     /// Whether the server cursor has more batches (worth asking for the next one ahead of time).
     pub has_more: bool,
+    /// Whether the next batch holds more of the same server reply (a large first reply is encoded
+    /// in parts, see `encode_reply_in_parts`).
+    pub reply_continues: bool,
     /// The server cursor's id as of this batch (0 once exhausted); absent for test batches.
     pub cursor_id: Option<BigInt>,
     pub slots: Option<Float64Array>,
@@ -62,6 +66,9 @@ pub struct DocumentBatch {
 /// encoding: a 1,000-document find spent most of its time waiting for them.
 const INLINE_ENCODE_BYTES: usize = 128 * 1024;
 
+/// A batch being encoded; its sender is dropped only if the encoder stopped.
+pub type PendingBatch = oneshot::Receiver<Result<DocumentBatch>>;
+
 /// Encodes a server reply's batch off the JS thread: on the rayon pool, keeping CPU work off the
 /// tokio workers that serve I/O, unless it is small. `last` says no batch can follow it.
 pub async fn encode_batch(batch: RawBatch, output: BatchOutput, last: bool) -> Result<DocumentBatch> {
@@ -71,12 +78,82 @@ pub async fn encode_batch(batch: RawBatch, output: BatchOutput, last: bool) -> R
     on_rayon(move || encode_reply(&batch, output, last)).await
 }
 
+/// Encodes a reply as several batches of about `INLINE_ENCODE_BYTES`, in order: the first on this
+/// tokio worker, which JS can decode while the rayon pool encodes the others in parallel. For a
+/// cursor's first reply, where JS has nothing else to do: encoding a whole 1,000-document reply
+/// before JS may start took longer than decoding it in JS. Returns what encodes the first batch,
+/// and the others.
+pub fn encode_reply_in_parts(
+    batch: RawBatch,
+    output: BatchOutput,
+    last: bool,
+) -> Result<(impl FnOnce() -> Result<DocumentBatch>, VecDeque<PendingBatch>)> {
+    let reply = batch.as_raw_document().as_bytes();
+    let mut parts = Vec::new();
+    let (mut part, mut part_bytes) = (Vec::new(), 0);
+    for document in document_slices(&batch)? {
+        // Where the document is in the reply, so rayon tasks can find it in their shared copy.
+        let start = document.as_ptr() as usize - reply.as_ptr() as usize;
+        part.push(start..start + document.len());
+        part_bytes += document.len();
+        if part_bytes >= INLINE_ENCODE_BYTES {
+            parts.push(std::mem::take(&mut part));
+            part_bytes = 0;
+        }
+    }
+    if !part.is_empty() || parts.is_empty() {
+        parts.push(part);
+    }
+    let cursor_id = reply_cursor_id(&batch)?;
+    let has_more = !last && cursor_id != 0;
+    let count = parts.len();
+    let finish = move |encoded: Result<DocumentBatch>, index: usize| {
+        encoded.map(|batch| DocumentBatch {
+            has_more: has_more || index + 1 < count,
+            reply_continues: index + 1 < count,
+            cursor_id: Some(cursor_id.into()),
+            ..batch
+        })
+    };
+    let batch = Arc::new(batch);
+    let encode = {
+        let batch = batch.clone();
+        move |ranges: &[Range<usize>]| {
+            let reply = batch.as_raw_document().as_bytes();
+            let documents: Vec<&[u8]> = ranges.iter().map(|range| &reply[range.clone()]).collect();
+            encode_documents(&documents, output)
+        }
+    };
+    let mut parts = parts.into_iter().enumerate();
+    let (_, first_part) = parts.next().expect("a reply has at least one part");
+    let rest = parts
+        .map(|(index, ranges)| {
+            let encode = encode.clone();
+            spawn_on_rayon(move || finish(encode(&ranges), index))
+        })
+        .collect();
+    let encode_first = move || catching_panics(|| finish(encode(&first_part), 0));
+    Ok((encode_first, rest))
+}
+
 /// Runs `work` on the rayon pool; a panic in it becomes an internal error.
 pub async fn on_rayon<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    let (sender, receiver) = tokio::sync::oneshot::channel();
+    received(spawn_on_rayon(work)).await
+}
+
+/// Starts `work` on the rayon pool; a panic in it becomes an internal error.
+fn spawn_on_rayon<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) -> oneshot::Receiver<Result<T>> {
+    let (sender, receiver) = oneshot::channel();
     rayon::spawn(move || {
         let _ = sender.send(catching_panics(work));
     });
+    receiver
+}
+
+/// The result of work started with `spawn_on_rayon`.
+pub async fn received<T>(receiver: oneshot::Receiver<Result<T>>) -> Result<T> {
     receiver
         .await
         .unwrap_or(Err(Error::Internal("the batch decoder stopped")))
@@ -89,11 +166,32 @@ fn catching_panics<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 fn encode_reply(batch: &RawBatch, output: BatchOutput, last: bool) -> Result<DocumentBatch> {
-    let mut encoded = encode_documents(batch.doc_slices()?, output)?;
-    let cursor_id = batch.as_raw_document().get_document("cursor")?.get_i64("id")?;
+    let mut encoded = encode_documents(&document_slices(batch)?, output)?;
+    let cursor_id = reply_cursor_id(batch)?;
     encoded.has_more = !last && cursor_id != 0;
     encoded.cursor_id = Some(cursor_id.into());
     Ok(encoded)
+}
+
+/// Whether the server closed the cursor with this reply (a malformed reply counts as not).
+pub fn is_last_reply(batch: &RawBatch) -> bool {
+    matches!(reply_cursor_id(batch), Ok(0))
+}
+
+fn reply_cursor_id(batch: &RawBatch) -> Result<i64> {
+    Ok(batch.as_raw_document().get_document("cursor")?.get_i64("id")?)
+}
+
+/// The documents of a reply's batch, where they are.
+fn document_slices(batch: &RawBatch) -> Result<Vec<&[u8]>> {
+    array_documents(batch.doc_slices()?)
+}
+
+fn array_documents(array: &RawArray) -> Result<Vec<&[u8]>> {
+    array
+        .into_iter()
+        .map(|element| Ok(batch_document(element?)?.as_bytes()))
+        .collect()
 }
 
 /// Encodes the batch in a BSON document `{ batch: [doc, ...] }` the way a server reply's
@@ -101,42 +199,35 @@ fn encode_reply(batch: &RawBatch, output: BatchOutput, last: bool) -> Result<Doc
 #[napi(catch_unwind)]
 pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<DocumentBatch> {
     let reply = bson::RawDocument::from_bytes(reply.as_ref()).map_err(Error::from)?;
-    Ok(encode_documents(
-        reply.get_array("batch").map_err(Error::from)?,
-        output,
-    )?)
+    let documents = array_documents(reply.get_array("batch").map_err(Error::from)?)?;
+    Ok(encode_documents(&documents, output)?)
 }
 
 /// Transcodes the documents to JSON where they are, or copies them into one contiguous buffer
 /// (which JS keeps) and tapes or indexes them.
-fn encode_documents(array: &RawArray, output: BatchOutput) -> Result<DocumentBatch> {
+fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<DocumentBatch> {
     let json_format = match output {
         BatchOutput::RelaxedJson => Some(JsonFormat::Relaxed),
         BatchOutput::PlainJson => Some(JsonFormat::Plain),
         _ => None,
     };
     if let Some(format) = json_format {
-        let documents = array
-            .into_iter()
-            .map(|element| Ok(batch_document(element?)?.as_bytes()))
-            .collect::<Result<Vec<&[u8]>>>()?;
-        let json = json::transcode(&documents, format);
+        let json = json::transcode(documents, format);
         return Ok(DocumentBatch {
             json: Some(json.text.into()),
             json_deferred: Some(Uint32Array::new(json.deferred)),
             ..DocumentBatch::of(json.deferred_bson, documents.len() as u32)
         });
     }
-    let mut documents = Vec::with_capacity(array.as_bytes().len());
-    let mut count = 0u32;
-    for element in array {
-        let document = batch_document(element?)?;
+    let count = documents.len() as u32;
+    let mut bytes = Vec::with_capacity(documents.iter().map(|document| document.len()).sum());
+    for document in documents {
         if matches!(output, BatchOutput::Raw) {
-            lazy::walk_elements(document.as_bytes(), |_, _| {})?;
+            lazy::walk_elements(document, |_, _| {})?;
         }
-        documents.extend_from_slice(document.as_bytes());
-        count += 1;
+        bytes.extend_from_slice(document);
     }
+    let documents = bytes;
     let tape = match output {
         BatchOutput::Tape => Tape::encode(&documents, count as usize).ok(),
         _ => None,
@@ -176,6 +267,7 @@ impl DocumentBatch {
             documents: documents.into(),
             count,
             has_more: false,
+            reply_continues: false,
             cursor_id: None,
             slots: None,
             latin1: None,

@@ -1,8 +1,11 @@
 //! `NativeCursor`: a server cursor read one raw batch at a time.
 
-use std::sync::{
-    atomic::{AtomicU64, Ordering},
-    Arc,
+use std::{
+    collections::VecDeque,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc,
+    },
 };
 
 use futures_util::StreamExt;
@@ -12,7 +15,10 @@ use napi_derive::napi;
 use tokio::sync::{watch, Mutex};
 
 use crate::{
-    batch::{encode_batch, BatchOutput, DocumentBatch},
+    batch::{
+        encode_batch, encode_reply_in_parts, is_last_reply, received, BatchOutput, DocumentBatch,
+        PendingBatch,
+    },
     client::ClientState,
     deadline::CursorTimeout,
     error::Error,
@@ -30,9 +36,18 @@ enum CursorState {
     ClientClosed,
 }
 
+/// What reads of a cursor share.
+struct Reads {
+    state: CursorState,
+    /// Batches of a reply encoded in parts, served before the next getMore.
+    pending: VecDeque<PendingBatch>,
+    /// Whether the next reply is the cursor's first (encoded in parts, see `encode_reply_in_parts`).
+    first_reply: bool,
+}
+
 /// The part of a cursor its client can reach to close it.
 pub struct CursorSlot {
-    state: Mutex<CursorState>,
+    reads: Mutex<Reads>,
     /// Reads take a ticket when JS asks (JS order) and fetch in ticket order: several can be in
     /// flight, so one batch is encoded while the next getMore runs, and none is served out of order.
     tickets: AtomicU64,
@@ -51,7 +66,11 @@ impl Drop for Turn<'_> {
 impl CursorSlot {
     fn new(cursor: RawBatchCursor) -> Self {
         Self {
-            state: Mutex::new(CursorState::Open(Box::new(cursor))),
+            reads: Mutex::new(Reads {
+                state: CursorState::Open(Box::new(cursor)),
+                pending: VecDeque::new(),
+                first_reply: true,
+            }),
             tickets: AtomicU64::new(0),
             serving: watch::Sender::new(0),
         }
@@ -67,14 +86,16 @@ impl CursorSlot {
 
     /// Drops the driver cursor, which kills it on the server unless it was exhausted.
     pub async fn close_for_client(&self) {
-        *self.state.lock().await = CursorState::ClientClosed;
+        let mut reads = self.reads.lock().await;
+        reads.state = CursorState::ClientClosed;
+        reads.pending.clear();
     }
 
     /// Whether the server cursor may still be open (a cursor busy in a getMore counts as open).
     pub fn is_open(&self) -> bool {
-        self.state
+        self.reads
             .try_lock()
-            .map_or(true, |state| matches!(*state, CursorState::Open(_)))
+            .map_or(true, |reads| matches!(reads.state, CursorState::Open(_)))
     }
 }
 
@@ -125,8 +146,13 @@ impl NativeCursor {
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         spawn(env, async move {
             let turn = slot.turn(ticket).await;
-            let mut state = slot.state.lock().await;
-            let cursor = match &mut *state {
+            let mut reads = slot.reads.lock().await;
+            if let Some(pending) = reads.pending.pop_front() {
+                drop(reads);
+                drop(turn);
+                return received(pending).await.map(Some);
+            }
+            let cursor = match &mut reads.state {
                 CursorState::Open(cursor) => cursor,
                 CursorState::Done => return Ok(None),
                 CursorState::Failed => return Err(Error::CursorFailed),
@@ -139,19 +165,30 @@ impl NativeCursor {
                 .await
                 .transpose();
             match result {
-                Some(Err(_)) => *state = CursorState::Failed,
-                None => *state = CursorState::Done,
-                Some(Ok(_)) if single_batch => *state = CursorState::Done,
+                Some(Err(_)) => reads.state = CursorState::Failed,
+                None => reads.state = CursorState::Done,
+                // The last reply: JS stops reading here without asking again.
+                Some(Ok(ref batch)) if single_batch || is_last_reply(batch) => {
+                    reads.state = CursorState::Done
+                }
                 Some(Ok(_)) => {}
             }
-            // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
-            drop(state);
-            drop(turn);
-            match result {
-                None => Ok(None),
-                Some(Err(error)) => Err(error),
-                Some(Ok(batch)) => Ok(Some(encode_batch(batch, output, single_batch).await?)),
+            let batch = match result {
+                None => return Ok(None),
+                Some(Err(error)) => return Err(error),
+                Some(Ok(batch)) => batch,
+            };
+            if std::mem::replace(&mut reads.first_reply, false) {
+                let (encode_first, rest) = encode_reply_in_parts(batch, output, single_batch)?;
+                reads.pending = rest;
+                drop(reads);
+                drop(turn);
+                return encode_first().map(Some);
             }
+            // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
+            drop(reads);
+            drop(turn);
+            Ok(Some(encode_batch(batch, output, single_batch).await?))
         })
     }
 
@@ -160,10 +197,11 @@ impl NativeCursor {
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let slot = self.slot.clone();
         spawn(env, async move {
-            let mut state = slot.state.lock().await;
-            if let CursorState::Open(_) = &*state {
-                *state = CursorState::Done;
+            let mut reads = slot.reads.lock().await;
+            if let CursorState::Open(_) = reads.state {
+                reads.state = CursorState::Done;
             }
+            reads.pending.clear();
             Ok(())
         })
     }

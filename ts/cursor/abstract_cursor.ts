@@ -72,6 +72,8 @@ export abstract class AbstractCursor<TSchema = Document>
    * getMore runs.
    */
   #ahead: Promise<DocumentBatch | null>[] = []
+  /** Whether the next native batch holds more of the server reply of the last one. */
+  #replyContinues = false
   /** False once a batch said the server cursor is exhausted. */
   #serverHasMore = true
   #prefetchBatches = DEFAULT_PREFETCH
@@ -169,14 +171,21 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /**
    * The documents of the next server batch (the rest of the current one first), or `null` once
-   * there are no more: a consumer that handles one batch at a time.
+   * there are no more: a consumer that handles one batch at a time. A large first batch is read
+   * in parts internally (see `DocumentBatch.replyContinues`) and still handed over whole here.
    * @throws MongoCursorExhaustedError once the cursor is closed, or after a read failed.
    */
   async nextBatch(): Promise<TSchema[] | null> {
     this.#throwIfFailed()
     if (this.#state === 'closed') throw new MongoCursorExhaustedError()
-    if (this.bufferedCount() > 0 || (await this.#fetchBatch())) return this.readBufferedDocuments()
-    return null
+    if (this.bufferedCount() === 0 && !(await this.#fetchBatch())) return null
+    const documents = this.readBufferedDocuments()
+    // A large first reply arrives in parts (JS decodes one while Rust encodes the next): hand over
+    // the whole server batch.
+    while (this.#replyContinues && (await this.#fetchBatch())) {
+      for (const document of this.readBufferedDocuments()) documents.push(document)
+    }
+    return documents
   }
 
   /**
@@ -270,6 +279,7 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#state = 'new'
     this.#failure = undefined
     this.#serverHasMore = true
+    this.#replyContinues = false
     this.#id = undefined
   }
 
@@ -320,7 +330,14 @@ export abstract class AbstractCursor<TSchema = Document>
     }
     while (this.#state === 'open') {
       const native = this.#native!
-      if (this.#ahead.length === 0) this.#request(native)
+      if (this.#ahead.length === 0) {
+        // The last batch said so: asking the native cursor would only confirm it.
+        if (!this.#serverHasMore) {
+          this.#end('exhausted')
+          return false
+        }
+        this.#request(native)
+      }
       const batch = await this.#ahead.shift()!.catch((error: unknown) => {
         this.#fail(error)
         throw error
@@ -331,6 +348,9 @@ export abstract class AbstractCursor<TSchema = Document>
         return false
       }
       if (batch.cursorId !== undefined) this.#id = Long.fromBigInt(batch.cursorId)
+      this.#replyContinues = batch.replyContinues
+      // Requests made before this batch arrived can only answer null.
+      if (!batch.hasMore) this.#ahead = []
       // Pipelining: the next getMores and their tapes run in Rust while JS decodes this batch.
       this.#requestAhead(native)
       if (batch.count > 0) {
