@@ -36,7 +36,8 @@ pub enum BatchOutput {
 /// or as JSON text.
 #[napi(object)]
 pub struct DocumentBatch {
-    /// The documents' BSON back to back; with a JSON output, only those in `json_deferred`.
+    /// The documents' BSON back to back; with a JSON output, only those in `json_deferred`; with a
+    /// tape, none (the tape holds what it needs in `extras`).
     pub documents: Buffer,
     pub count: u32,
     /// Whether the server cursor has more batches (worth asking for the next one ahead of time).
@@ -203,9 +204,10 @@ pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<Doc
     Ok(encode_documents(&documents, output)?)
 }
 
-/// Transcodes the documents to JSON where they are, or copies them into one contiguous buffer
-/// (which JS keeps) and tapes or indexes them.
+/// Transcodes or tapes the documents where they are; otherwise (lazy and raw outputs, or a batch
+/// the tape refuses) copies them into one contiguous buffer, which JS keeps.
 fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<DocumentBatch> {
+    let count = documents.len() as u32;
     let json_format = match output {
         BatchOutput::RelaxedJson => Some(JsonFormat::Relaxed),
         BatchOutput::PlainJson => Some(JsonFormat::Plain),
@@ -216,10 +218,22 @@ fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Document
         return Ok(DocumentBatch {
             json: Some(json.text.into()),
             json_deferred: Some(Uint32Array::new(json.deferred)),
-            ..DocumentBatch::of(json.deferred_bson, documents.len() as u32)
+            ..DocumentBatch::of(json.deferred_bson, count)
         });
     }
-    let count = documents.len() as u32;
+    if let BatchOutput::Tape = output {
+        // The tape carries what JS needs from the BSON (ObjectId bytes, untaped documents).
+        if let Ok(tape) = Tape::encode(documents) {
+            return Ok(DocumentBatch {
+                shapes: Some(tape.shapes_json()),
+                slots: Some(Float64Array::new(tape.slots)),
+                latin1: Some(tape.latin1.into()),
+                utf16: Some(tape.utf16.into()),
+                extras: Some(tape.extras.into()),
+                ..DocumentBatch::of(Vec::new(), count)
+            });
+        }
+    }
     let mut bytes = Vec::with_capacity(documents.iter().map(|document| document.len()).sum());
     for document in documents {
         if matches!(output, BatchOutput::Raw) {
@@ -227,36 +241,13 @@ fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Document
         }
         bytes.extend_from_slice(document);
     }
-    let documents = bytes;
-    let tape = match output {
-        BatchOutput::Tape => Tape::encode(&documents, count as usize).ok(),
-        _ => None,
-    };
     let lazy_index = match output {
-        BatchOutput::Lazy => Some(Uint32Array::new(lazy::index_documents(
-            &documents,
-            count as usize,
-        )?)),
+        BatchOutput::Lazy => Some(Uint32Array::new(lazy::index_documents(&bytes, documents.len())?)),
         _ => None,
-    };
-    let shapes = tape.as_ref().map(Tape::shapes_json);
-    let (slots, latin1, utf16, extras) = match tape {
-        Some(tape) => (
-            Some(Float64Array::new(tape.slots)),
-            Some(tape.latin1.into()),
-            Some(tape.utf16.into()),
-            Some(tape.extras.into()),
-        ),
-        None => (None, None, None, None),
     };
     Ok(DocumentBatch {
-        slots,
-        latin1,
-        utf16,
-        extras,
-        shapes,
         lazy_index,
-        ..DocumentBatch::of(documents, count)
+        ..DocumentBatch::of(bytes, count)
     })
 }
 

@@ -7,14 +7,14 @@
 //!   text (start >= 0; strings whose characters all fit in one byte: JS makes one-byte strings of
 //!   them) or the UTF-16LE text (`[-(start + 1), end]`, in UTF-16 units; JS turns it into a string
 //!   with a plain copy, where decoding UTF-8 would cost ~2.4x as much on Node 20); ObjectId:
-//!   1 slot, the offset of its 12 bytes in the batch BSON; int64: 3 slots `[value or NaN, low, high]`
+//!   1 slot, the offset of its 12 bytes in `extras`; int64: 3 slots `[value or NaN, low, high]`
 //!   (value when within +-2^53, where js-bson promotes it to a number); null: no slot; embedded
 //!   document: its shape id then its values; array: its length then per element a type tag and the
 //!   element's slots; anything else: `FALLBACK`, 2 slots `[offset, length]` of a standalone BSON
 //!   document `{ "": value }` in `extras` that JS decodes with js-bson, so rare types (Decimal128,
 //!   Binary, Timestamp, regex, code, MinKey/MaxKey, DBRef-like documents, ...) stay exact.
-//!   A top-level document that cannot be taped is shape `-1` followed by `[offset, length]` of the
-//!   document in the batch BSON.
+//!   A top-level document that cannot be taped is shape `-1` followed by `[offset, length]` of a
+//!   copy of the document in `extras`. So a taped batch needs no copy of the batch's BSON.
 //! - `shapes`: JSON `[{ "k": [keys], "t": [types] }]`, indexed by shape id.
 //!
 //! The tape is all or nothing: when a batch holds anything js-bson would reject or repair (invalid
@@ -51,6 +51,8 @@ pub struct Tape {
     shape_ids: HashMap<Vec<u8>, usize>,
     /// The last shape seen at each depth: consecutive documents mostly share it, which saves hashing.
     last_shapes: Vec<Option<(Vec<u8>, usize)>>,
+    /// Signature buffers to reuse: a fresh one per document grew through several reallocations.
+    spare_signatures: Vec<Vec<u8>>,
 }
 
 struct Shape {
@@ -87,33 +89,31 @@ struct Mark {
 }
 
 impl Tape {
-    /// Puts the documents of `bson` (back to back, as in a batch) on a tape.
-    pub fn encode(bson: &[u8], count: usize) -> Step<Tape> {
+    /// Puts `documents` (each framed by the bson crate or a `document_length` check) on a tape.
+    pub fn encode(documents: &[&[u8]]) -> Step<Tape> {
+        let bytes: usize = documents.iter().map(|document| document.len()).sum();
         let mut tape = Tape {
-            slots: Vec::with_capacity(bson.len() / 8),
-            latin1: Vec::with_capacity(bson.len() / 2),
+            slots: Vec::with_capacity(bytes / 8),
+            latin1: Vec::with_capacity(bytes / 2),
             utf16: Vec::new(),
             extras: Vec::new(),
             shapes: Vec::new(),
             shape_ids: HashMap::new(),
             last_shapes: Vec::new(),
+            spare_signatures: Vec::new(),
         };
-        let mut offset = 0;
-        for _ in 0..count {
-            let length = document_length(bson, offset)?;
+        for document in documents {
             let mark = tape.mark();
-            match tape.document(&bson[offset..offset + length], offset, 0) {
+            match tape.document(document, 0) {
                 Ok(()) => {}
                 Err(Untaped::Batch(error)) => return Err(error),
                 Err(Untaped::DollarKey) => {
                     tape.undo(mark);
-                    tape.slots.extend([-1.0, offset as f64, length as f64]);
+                    let offset = tape.extras.len();
+                    tape.extras.extend_from_slice(document);
+                    tape.slots.extend([-1.0, offset as f64, document.len() as f64]);
                 }
             }
-            offset += length;
-        }
-        if offset != bson.len() {
-            return Err(NotTapeable);
         }
         Ok(tape)
     }
@@ -144,11 +144,12 @@ impl Tape {
         self.extras.truncate(mark.extras);
     }
 
-    /// Tapes one document whose bytes start at `base` in the batch; pushes its shape id first.
-    fn document(&mut self, document: &[u8], base: usize, depth: usize) -> Result<(), Untaped> {
+    /// Tapes one document; pushes its shape id first.
+    fn document(&mut self, document: &[u8], depth: usize) -> Result<(), Untaped> {
         let shape_slot = self.slots.len();
         self.slots.push(0.0);
-        let mut signature = Vec::with_capacity(64);
+        let mut signature = self.spare_signatures.pop().unwrap_or_default();
+        signature.clear();
         let mut position = 4;
         loop {
             let tag = *document.get(position).ok_or(NotTapeable)?;
@@ -164,7 +165,7 @@ impl Tape {
             let key_end = cstring_end(document, position + 1)?;
             let key = &document[position + 1..key_end];
             let value_start = key_end + 1;
-            let (stored_tag, value_end) = self.value(tag, document, value_start, base, depth)?;
+            let (stored_tag, value_end) = self.value(tag, document, value_start, depth)?;
             signature.extend_from_slice(key);
             signature.push(0);
             signature.push(stored_tag);
@@ -176,7 +177,7 @@ impl Tape {
     }
 
     /// Tapes one value; returns the tag it was stored as and where the value ends.
-    fn value(&mut self, tag: u8, bytes: &[u8], start: usize, base: usize, depth: usize) -> Step<(u8, usize)> {
+    fn value(&mut self, tag: u8, bytes: &[u8], start: usize, depth: usize) -> Step<(u8, usize)> {
         let end = match tag {
             DOUBLE => {
                 self.slots.push(f64::from_le_bytes(fixed(bytes, start)?));
@@ -213,8 +214,9 @@ impl Tape {
             },
             NULL => start,
             OBJECT_ID => {
-                fixed::<12>(bytes, start)?;
-                self.slots.push((base + start) as f64);
+                let id = fixed::<12>(bytes, start)?;
+                self.slots.push(self.extras.len() as f64);
+                self.extras.extend_from_slice(&id);
                 start + 12
             }
             DOCUMENT => {
@@ -224,7 +226,7 @@ impl Tape {
                     return self.fallback(tag, document, start + length);
                 }
                 let mark = self.mark();
-                match self.document(document, base + start, depth + 1) {
+                match self.document(document, depth + 1) {
                     Ok(()) => {}
                     Err(Untaped::Batch(error)) => return Err(error),
                     Err(Untaped::DollarKey) => {
@@ -239,7 +241,7 @@ impl Tape {
                 if depth >= MAX_DEPTH {
                     return self.fallback(tag, &bytes[start..start + length], start + length);
                 }
-                self.array(&bytes[start..start + length], base + start, depth + 1)?;
+                self.array(&bytes[start..start + length], depth + 1)?;
                 start + length
             }
             _ => {
@@ -250,7 +252,7 @@ impl Tape {
         Ok((tag, end))
     }
 
-    fn array(&mut self, array: &[u8], base: usize, depth: usize) -> Step<()> {
+    fn array(&mut self, array: &[u8], depth: usize) -> Step<()> {
         let length_slot = self.slots.len();
         self.slots.push(0.0);
         let mut count = 0usize;
@@ -267,7 +269,7 @@ impl Tape {
             let value_start = cstring_end(array, position + 1)? + 1;
             let tag_slot = self.slots.len();
             self.slots.push(0.0);
-            let (stored_tag, value_end) = self.value(tag, array, value_start, base, depth)?;
+            let (stored_tag, value_end) = self.value(tag, array, value_start, depth)?;
             self.slots[tag_slot] = stored_tag.into();
             position = value_end;
             count += 1;
@@ -291,13 +293,19 @@ impl Tape {
             (from as f64, self.latin1.len() as f64)
         } else {
             let text = std::str::from_utf8(text).map_err(|_| NotTapeable)?;
+            // Reserved up front (a character never takes fewer UTF-8 bytes than Latin-1 bytes or
+            // UTF-16 units): an unreserved extend from these iterators grows byte by byte.
             if text.chars().all(|char| u32::from(char) <= 0xFF) {
                 let from = self.latin1.len();
+                self.latin1.reserve(text.len());
                 self.latin1.extend(text.chars().map(|char| u32::from(char) as u8));
                 (from as f64, self.latin1.len() as f64)
             } else {
                 let from = self.utf16.len() / 2;
-                self.utf16.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+                self.utf16.reserve(2 * text.len());
+                for unit in text.encode_utf16() {
+                    self.utf16.extend_from_slice(&unit.to_le_bytes());
+                }
                 (-(from as f64) - 1.0, (self.utf16.len() / 2) as f64)
             }
         };
@@ -322,7 +330,9 @@ impl Tape {
     fn shape_id(&mut self, signature: Vec<u8>, depth: usize) -> Step<usize> {
         if let Some(Some((last, id))) = self.last_shapes.get(depth) {
             if *last == signature {
-                return Ok(*id);
+                let id = *id;
+                self.spare_signatures.push(signature);
+                return Ok(id);
             }
         }
         let id = match self.shape_ids.get(&signature) {
@@ -332,7 +342,9 @@ impl Tape {
         if self.last_shapes.len() <= depth {
             self.last_shapes.resize(depth + 1, None);
         }
-        self.last_shapes[depth] = Some((signature, id));
+        if let Some((replaced, _)) = self.last_shapes[depth].replace((signature, id)) {
+            self.spare_signatures.push(replaced);
+        }
         Ok(id)
     }
 

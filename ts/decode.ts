@@ -20,8 +20,6 @@ import type { DocumentBatch } from './native.cjs'
 
 /** A decoder for one operation's BSON options, reused for each of its batches. */
 export interface BatchDecoder {
-  /** Whether the native side should put batches on the tape (false: raw BSON is all it needs). */
-  readonly wantsTape: boolean
   decodeBatch(batch: DocumentBatch): Document[]
   /** Decodes one standalone BSON document (a command reply such as distinct's). */
   decodeDocument(bytes: Uint8Array): Document
@@ -55,7 +53,7 @@ class TapeReader {
   readonly slots: Float64Array
   readonly latin1: string
   readonly utf16: string
-  readonly bson: Buffer
+  /** ObjectId bytes, fallback values and untaped documents (see src/tape.rs). */
   readonly extras: Buffer
   readonly builders: Builder[]
   readonly options: DecoderOptions
@@ -64,7 +62,6 @@ class TapeReader {
     this.slots = batch.slots
     this.latin1 = batch.latin1.length > 0 ? batch.latin1.toString('latin1') : ''
     this.utf16 = batch.utf16.length > 0 ? batch.utf16.toString('utf16le') : ''
-    this.bson = batch.documents
     this.extras = batch.extras
     this.builders = builders
     this.options = options
@@ -86,7 +83,7 @@ class TapeReader {
   }
 
   objectIdAt(offset: number): ObjectId {
-    return objectIdAt(this.bson, offset)
+    return objectIdAt(this.extras, offset)
   }
 
   int64(): number | Long | bigint {
@@ -171,7 +168,7 @@ class TapeReader {
   /** A top-level document: a shape id, or -1 for one js-bson decodes from the batch BSON. */
   topLevelDocument(): Document {
     const shape = this.slots[this.position++]!
-    return shape >= 0 ? this.builders[shape]!(this) : this.deserializeFrom(this.bson)
+    return shape >= 0 ? this.builders[shape]!(this) : this.deserializeFrom(this.extras)
   }
 
   /** Decodes with js-bson the document at the next `[offset, length]` slots of `bytes`. */
@@ -263,7 +260,6 @@ export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
   }
   const variant = options.promoteValues ? 'v:' : 'w:'
   return {
-    wantsTape: !options.raw,
     decodeBatch(batch) {
       if (options.raw) return splitDocuments(batch)
       if (!isTaped(batch)) return deserializeAll(batch, deserialize)
