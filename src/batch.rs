@@ -67,6 +67,9 @@ pub struct DocumentBatch {
 /// encoding: a 1,000-document find spent most of its time waiting for them.
 const INLINE_ENCODE_BYTES: usize = 128 * 1024;
 
+/// The first part of a reply encoded in parts (see `encode_reply_in_parts`).
+const FIRST_PART_BYTES: usize = 32 * 1024;
+
 /// A batch being encoded; its sender is dropped only if the encoder stopped.
 pub type PendingBatch = oneshot::Receiver<Result<DocumentBatch>>;
 
@@ -79,8 +82,9 @@ pub async fn encode_batch(batch: RawBatch, output: BatchOutput, last: bool) -> R
     on_rayon(move || encode_reply(&batch, output, last)).await
 }
 
-/// Encodes a reply as several batches of about `INLINE_ENCODE_BYTES`, in order: the first on this
-/// tokio worker, which JS can decode while the rayon pool encodes the others in parallel. For a
+/// Encodes a reply larger than `INLINE_ENCODE_BYTES` as several batches, in order: a small first
+/// one on this tokio worker, which JS can decode while the rayon pool encodes the others (about
+/// `INLINE_ENCODE_BYTES` each) in parallel. For a
 /// cursor's first reply, where JS has nothing else to do: encoding a whole 1,000-document reply
 /// before JS may start took longer than decoding it in JS. Returns what encodes the first batch,
 /// and the others.
@@ -92,12 +96,20 @@ pub fn encode_reply_in_parts(
     let reply = batch.as_raw_document().as_bytes();
     let mut parts = Vec::new();
     let (mut part, mut part_bytes) = (Vec::new(), 0);
+    // A reply small enough to encode inline is one part: splitting it would gain nothing.
+    let split = reply.len() > INLINE_ENCODE_BYTES;
     for document in document_slices(&batch)? {
         // Where the document is in the reply, so rayon tasks can find it in their shared copy.
         let start = document.as_ptr() as usize - reply.as_ptr() as usize;
         part.push(start..start + document.len());
         part_bytes += document.len();
-        if part_bytes >= INLINE_ENCODE_BYTES {
+        // A smaller first part: JS starts sooner, while the others are encoded.
+        let part_limit = if parts.is_empty() {
+            FIRST_PART_BYTES
+        } else {
+            INLINE_ENCODE_BYTES
+        };
+        if split && part_bytes >= part_limit {
             parts.push(std::mem::take(&mut part));
             part_bytes = 0;
         }
@@ -117,23 +129,27 @@ pub fn encode_reply_in_parts(
         })
     };
     let batch = Arc::new(batch);
-    let encode = {
-        let batch = batch.clone();
-        move |ranges: &[Range<usize>]| {
-            let reply = batch.as_raw_document().as_bytes();
-            let documents: Vec<&[u8]> = ranges.iter().map(|range| &reply[range.clone()]).collect();
-            encode_documents(&documents, output)
-        }
+    let encode = move |ranges: &[Range<usize>]| {
+        let reply = batch.as_raw_document().as_bytes();
+        let documents: Vec<&[u8]> = ranges.iter().map(|range| &reply[range.clone()]).collect();
+        encode_documents(&documents, output)
     };
     let mut parts = parts.into_iter().enumerate();
     let (_, first_part) = parts.next().expect("a reply has at least one part");
-    let rest = parts
-        .map(|(index, ranges)| {
+    let (senders, rest): (Vec<_>, VecDeque<_>) = parts
+        .map(|part| (part, oneshot::channel()))
+        .map(|(part, (sender, receiver))| ((part, sender), receiver))
+        .unzip();
+    // The others start once the first is done: started at once, they took the cores the first
+    // needed (a 50-document part waited up to 1 ms).
+    let encode_first = move || {
+        let first = catching_panics(|| finish(encode(&first_part), 0));
+        for ((index, ranges), sender) in senders {
             let encode = encode.clone();
-            spawn_on_rayon(move || finish(encode(&ranges), index))
-        })
-        .collect();
-    let encode_first = move || catching_panics(|| finish(encode(&first_part), 0));
+            send_from_rayon(sender, move || finish(encode(&ranges), index));
+        }
+        first
+    };
     Ok((encode_first, rest))
 }
 
@@ -147,10 +163,18 @@ fn spawn_on_rayon<T: Send + 'static>(
     work: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> oneshot::Receiver<Result<T>> {
     let (sender, receiver) = oneshot::channel();
+    send_from_rayon(sender, work);
+    receiver
+}
+
+/// Runs `work` on the rayon pool and sends its result (a panic: an internal error) to `sender`.
+fn send_from_rayon<T: Send + 'static>(
+    sender: oneshot::Sender<Result<T>>,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) {
     rayon::spawn(move || {
         let _ = sender.send(catching_panics(work));
     });
-    receiver
 }
 
 /// The result of work started with `spawn_on_rayon`.

@@ -249,6 +249,32 @@ function builderFor(shape: Shape, options: DecoderOptions, variant: string): Bui
   return builder
 }
 
+/**
+ * The builders of a batch's shape table (JSON, see src/tape.rs) by options variant. The batches of
+ * one query mostly carry the same table (shapes are numbered in order of appearance), so this
+ * skips parsing it and looking up each shape.
+ */
+const shapeTableCache = new Map<string, Builder[]>()
+/** Characters of shape tables kept: heterogeneous results carry a new table in every batch. */
+const SHAPE_TABLE_CACHE_CHARS = 1 << 22
+let shapeTableCacheChars = 0
+
+function buildersFor(shapeTable: string, options: DecoderOptions, variant: string): Builder[] {
+  const key = variant + shapeTable
+  let builders = shapeTableCache.get(key)
+  if (builders === undefined) {
+    const shapes = JSON.parse(shapeTable) as Shape[]
+    builders = shapes.map((shape) => builderFor(shape, options, variant))
+    if (shapeTableCacheChars + key.length > SHAPE_TABLE_CACHE_CHARS) {
+      shapeTableCache.clear()
+      shapeTableCacheChars = 0
+    }
+    shapeTableCache.set(key, builders)
+    shapeTableCacheChars += key.length
+  }
+  return builders
+}
+
 /** A decoder with exactly the official driver's values and types for these options. */
 export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
   const deserialize = toDeserializeOptions(options)
@@ -263,8 +289,7 @@ export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
     decodeBatch(batch) {
       if (options.raw) return splitDocuments(batch)
       if (!isTaped(batch)) return deserializeAll(batch, deserialize)
-      const shapes = JSON.parse(batch.shapes) as Shape[]
-      const builders = shapes.map((shape) => builderFor(shape, decoderOptions, variant))
+      const builders = buildersFor(batch.shapes, decoderOptions, variant)
       const reader = new TapeReader(batch, builders, decoderOptions)
       const documents: Document[] = []
       for (let index = 0; index < batch.count; index++) documents.push(reader.topLevelDocument())
