@@ -84,10 +84,9 @@ pub async fn encode_batch(batch: RawBatch, output: BatchOutput, last: bool) -> R
 
 /// Encodes a reply larger than `INLINE_ENCODE_BYTES` as several batches, in order: a small first
 /// one on this tokio worker, which JS can decode while the rayon pool encodes the others (about
-/// `INLINE_ENCODE_BYTES` each) in parallel. For a
-/// cursor's first reply, where JS has nothing else to do: encoding a whole 1,000-document reply
-/// before JS may start took longer than decoding it in JS. Returns what encodes the first batch,
-/// and the others.
+/// `INLINE_ENCODE_BYTES` each) in parallel. For a cursor's first reply, where JS has nothing else
+/// to do: encoding a whole 1,000-document reply before JS may start took longer than decoding it
+/// in JS. Returns what encodes the first batch (and then starts the others), and the others.
 pub fn encode_reply_in_parts(
     batch: RawBatch,
     output: BatchOutput,
@@ -137,8 +136,10 @@ pub fn encode_reply_in_parts(
     let mut parts = parts.into_iter().enumerate();
     let (_, first_part) = parts.next().expect("a reply has at least one part");
     let (senders, rest): (Vec<_>, VecDeque<_>) = parts
-        .map(|part| (part, oneshot::channel()))
-        .map(|(part, (sender, receiver))| ((part, sender), receiver))
+        .map(|part| {
+            let (sender, receiver) = oneshot::channel();
+            ((part, sender), receiver)
+        })
         .unzip();
     // The others start once the first is done: started at once, they took the cores the first
     // needed (a 50-document part waited up to 1 ms).
@@ -155,16 +156,9 @@ pub fn encode_reply_in_parts(
 
 /// Runs `work` on the rayon pool; a panic in it becomes an internal error.
 pub async fn on_rayon<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    received(spawn_on_rayon(work)).await
-}
-
-/// Starts `work` on the rayon pool; a panic in it becomes an internal error.
-fn spawn_on_rayon<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T> + Send + 'static,
-) -> oneshot::Receiver<Result<T>> {
     let (sender, receiver) = oneshot::channel();
     send_from_rayon(sender, work);
-    receiver
+    received(receiver).await
 }
 
 /// Runs `work` on the rayon pool and sends its result (a panic: an internal error) to `sender`.
@@ -177,7 +171,7 @@ fn send_from_rayon<T: Send + 'static>(
     });
 }
 
-/// The result of work started with `spawn_on_rayon`.
+/// The result of work started with `send_from_rayon`.
 pub async fn received<T>(receiver: oneshot::Receiver<Result<T>>) -> Result<T> {
     receiver
         .await

@@ -162,21 +162,21 @@ class TapeReader {
 
   /** A value js-bson decodes: `{ "": value }` in the extras buffer. */
   fallback(): unknown {
-    return this.deserializeFrom(this.extras)['']
+    return this.deserializeFromExtras()['']
   }
 
-  /** A top-level document: a shape id, or -1 for one js-bson decodes from the batch BSON. */
+  /** A top-level document: a shape id, or -1 for one js-bson decodes from `extras`. */
   topLevelDocument(): Document {
     const shape = this.slots[this.position++]!
-    return shape >= 0 ? this.builders[shape]!(this) : this.deserializeFrom(this.extras)
+    return shape >= 0 ? this.builders[shape]!(this) : this.deserializeFromExtras()
   }
 
-  /** Decodes with js-bson the document at the next `[offset, length]` slots of `bytes`. */
-  private deserializeFrom(bytes: Buffer): Document {
+  /** Decodes with js-bson the document at the next `[offset, length]` slots of `extras`. */
+  private deserializeFromExtras(): Document {
     const offset = this.slots[this.position]!
     const length = this.slots[this.position + 1]!
     this.position += 2
-    return BSON.deserialize(bytes.subarray(offset, offset + length), this.options.deserialize)
+    return BSON.deserialize(this.extras.subarray(offset, offset + length), this.options.deserialize)
   }
 }
 
