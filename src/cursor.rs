@@ -41,8 +41,6 @@ struct Reads {
     state: CursorState,
     /// Batches of a reply encoded in parts, served before the next getMore.
     pending: VecDeque<PendingBatch>,
-    /// Whether the next reply is the cursor's first (encoded in parts, see `encode_reply_in_parts`).
-    first_reply: bool,
 }
 
 /// The part of a cursor its client can reach to close it.
@@ -69,7 +67,6 @@ impl CursorSlot {
             reads: Mutex::new(Reads {
                 state: CursorState::Open(Box::new(cursor)),
                 pending: VecDeque::new(),
-                first_reply: true,
             }),
             tickets: AtomicU64::new(0),
             serving: watch::Sender::new(0),
@@ -178,7 +175,9 @@ impl NativeCursor {
                 Some(Err(error)) => return Err(error),
                 Some(Ok(batch)) => batch,
             };
-            if std::mem::replace(&mut reads.first_reply, false) {
+            // Ticket 0 reads the first reply (tickets are served in order, and nothing is pending
+            // before it): encoded in parts, see `encode_reply_in_parts`.
+            if ticket == 0 {
                 let (encode_first, rest) = encode_reply_in_parts(batch, output, single_batch)?;
                 reads.pending = rest;
                 drop(reads);
