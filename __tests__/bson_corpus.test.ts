@@ -54,7 +54,7 @@ const stringify = {
 /** The JSON array findJson builds from these documents' bytes, through the native transcoder. */
 const findJsonText = (documents: Buffer[], format: JsonFormat) => {
   const batch = encodeTestBatch(rawBatch(documents), format === 'plain' ? 'plainJson' : 'relaxedJson')
-  return `[${batchJson(format, DEFAULT_BSON_OPTIONS)(batch).toString()}]`
+  return `[${Buffer.concat(batchJson(format, DEFAULT_BSON_OPTIONS)(batch)).toString()}]`
 }
 /** The official rendering of `documents` in `format`, or null where JavaScript itself throws. */
 const officialJson = (documents: Document[], format: JsonFormat) => {

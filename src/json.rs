@@ -35,13 +35,14 @@ pub enum JsonFormat {
     Plain,
 }
 
-/// A batch as JSON text: its documents separated by commas, without the enclosing brackets.
+/// A batch as JSON text: its documents separated by commas, without the enclosing brackets, in
+/// parts (one per unit of parallel work) that concatenate to the whole text.
 pub struct JsonBatch {
-    pub text: Vec<u8>,
+    pub parts: Vec<Vec<u8>>,
     /// The BSON of the documents JS renders itself, back to back.
     pub deferred_bson: Vec<u8>,
-    /// Per deferred document, three numbers: where its JSON goes in `text`, and its offset and
-    /// length in `deferred_bson`.
+    /// Per deferred document, three numbers: where its JSON goes in the concatenated text, and
+    /// its offset and length in `deferred_bson`.
     pub deferred: Vec<u32>,
 }
 
@@ -57,7 +58,8 @@ impl From<NotTapeable> for Deferred {
 type Step<T = ()> = Result<T, Deferred>;
 
 /// Documents per unit of parallel work: large batches (a getMore returns up to 16 MiB) are
-/// transcoded on every rayon thread, then joined.
+/// transcoded on every rayon thread. The parts stay apart: joining them would copy (and fault in)
+/// every byte of the text a second time.
 const CHUNK_BYTES: usize = 1 << 20;
 
 /// Transcodes `documents` (each well framed: the bson crate checked their lengths), read where
@@ -72,20 +74,23 @@ pub fn transcode(documents: &[&[u8]], format: JsonFormat) -> JsonBatch {
             (first, bytes) = (index + 1, 0);
         }
     }
-    if chunks.is_empty() {
-        return transcode_documents(documents, format);
-    }
-    if first < documents.len() {
+    if first < documents.len() || chunks.is_empty() {
         chunks.push(&documents[first..]);
+    }
+    if chunks.len() == 1 {
+        return transcode_part(chunks[0], format, false);
     }
     let parts: Vec<JsonBatch> = chunks
         .par_iter()
-        .map(|chunk| transcode_documents(chunk, format))
+        .enumerate()
+        .map(|(index, chunk)| transcode_part(chunk, format, index > 0))
         .collect();
-    join(parts)
+    gather(parts)
 }
 
-fn transcode_documents(documents: &[&[u8]], format: JsonFormat) -> JsonBatch {
+/// A batch of one part. `after_another`: the part follows another, so its text starts with the
+/// comma between them.
+fn transcode_part(documents: &[&[u8]], format: JsonFormat, after_another: bool) -> JsonBatch {
     let bytes = documents.iter().map(|document| document.len()).sum::<usize>();
     let mut writer = Writer {
         out: Vec::with_capacity(bytes + bytes / 2),
@@ -96,7 +101,7 @@ fn transcode_documents(documents: &[&[u8]], format: JsonFormat) -> JsonBatch {
     };
     let (mut deferred, mut deferred_bson) = (Vec::new(), Vec::new());
     for (index, document) in documents.iter().enumerate() {
-        if index > 0 {
+        if index > 0 || after_another {
             writer.out.push(b',');
         }
         let mark = writer.out.len();
@@ -107,34 +112,32 @@ fn transcode_documents(documents: &[&[u8]], format: JsonFormat) -> JsonBatch {
         }
     }
     JsonBatch {
-        text: writer.out,
+        parts: vec![writer.out],
         deferred_bson,
         deferred,
     }
 }
 
-/// The parts' texts separated by commas and their deferred documents, positions moved to match.
-fn join(parts: Vec<JsonBatch>) -> JsonBatch {
-    let length = parts.iter().map(|part| part.text.len() + 1).sum::<usize>();
-    let mut joined = JsonBatch {
-        text: Vec::with_capacity(length),
+/// The one-part batches as one batch: deferred documents' positions moved to the concatenated text.
+fn gather(parts: Vec<JsonBatch>) -> JsonBatch {
+    let mut batch = JsonBatch {
+        parts: Vec::with_capacity(parts.len()),
         deferred_bson: Vec::new(),
         deferred: Vec::new(),
     };
-    for (index, part) in parts.into_iter().enumerate() {
-        if index > 0 {
-            joined.text.push(b',');
-        }
-        let (text_base, bson_base) = (joined.text.len() as u32, joined.deferred_bson.len() as u32);
-        joined.deferred.extend(
+    let mut text_base = 0;
+    for part in parts {
+        let bson_base = batch.deferred_bson.len() as u32;
+        batch.deferred.extend(
             part.deferred
                 .chunks_exact(3)
                 .flat_map(|entry| [entry[0] + text_base, entry[1] + bson_base, entry[2]]),
         );
-        joined.text.extend_from_slice(&part.text);
-        joined.deferred_bson.extend_from_slice(&part.deferred_bson);
+        batch.deferred_bson.extend_from_slice(&part.deferred_bson);
+        text_base += part.parts.iter().map(|text| text.len() as u32).sum::<u32>();
+        batch.parts.extend(part.parts);
     }
-    joined
+    batch
 }
 
 struct Writer {
@@ -170,7 +173,7 @@ impl Writer {
             if position > 4 {
                 self.out.push(b',');
             }
-            self.string(key)?;
+            self.string_in(document, position + 1, key_end)?;
             self.out.push(b':');
             position = self.value(tag, document, key_end + 1, depth)?;
         }
@@ -211,8 +214,8 @@ impl Writer {
                 start + 8
             }
             0x02 => {
-                let (text, end) = string_at(bytes, start)?;
-                self.string(text)?;
+                let end = string_end(bytes, start)?;
+                self.string_in(bytes, start + 4, end - 1)?;
                 end
             }
             0x03 | 0x04 => {
@@ -312,6 +315,44 @@ impl Writer {
         }
     }
 
+    /// A JSON string of `bytes[start..end]`: a key or a string's text, followed in `bytes` by its
+    /// zero byte and mostly by more fields. A short one is checked and copied as a window of 8, 16
+    /// or 32 bytes from `start`: fixed-size work, without a loop or a `memcpy` call.
+    fn string_in(&mut self, bytes: &[u8], start: usize, end: usize) -> Step {
+        let length = end - start;
+        let done = match length {
+            0..=8 => self.short_string::<8>(bytes, start, length),
+            9..=16 => self.short_string::<16>(bytes, start, length),
+            17..=32 => self.short_string::<32>(bytes, start, length),
+            _ => false,
+        };
+        if done {
+            return Ok(());
+        }
+        self.string(&bytes[start..end])
+    }
+
+    /// Writes the string of `length <= N` bytes at `start` if it needs no escaping and its window
+    /// fits in `bytes`; returns whether it did.
+    fn short_string<const N: usize>(&mut self, bytes: &[u8], start: usize, length: usize) -> bool {
+        let Some(window) = bytes
+            .get(start..start + N)
+            .and_then(|window| <&[u8; N]>::try_from(window).ok())
+        else {
+            return false;
+        };
+        if window_needs_escape_or_validation(window, length) {
+            return false;
+        }
+        let mark = self.out.len();
+        self.out.reserve(N + 2);
+        self.out.push(b'"');
+        self.out.extend_from_slice(window);
+        self.out.truncate(mark + 1 + length);
+        self.out.push(b'"');
+        true
+    }
+
     /// A JSON string of `text` (a BSON string's bytes); invalid UTF-8 defers the document.
     fn string(&mut self, text: &[u8]) -> Step {
         if !needs_escape_or_validation(text) {
@@ -373,9 +414,33 @@ impl Writer {
         if value.abs() <= SAFE_INTEGER_LIMIT as f64 && value as i64 as f64 == value {
             // Also turns -0 into "0", as JavaScript does.
             self.integer(value as i64);
+        } else if let Some((scaled, decimals)) = few_decimals(value) {
+            self.fixed_point(scaled, decimals);
         } else {
             self.out
                 .extend_from_slice(self.floats.format_finite(value).as_bytes());
+        }
+    }
+
+    /// `scaled / 10^decimals` with exactly `decimals` digits after the point.
+    fn fixed_point(&mut self, scaled: i64, decimals: u32) {
+        if scaled < 0 {
+            self.out.push(b'-');
+        }
+        let digits = self.integers.format(scaled.unsigned_abs()).as_bytes();
+        let decimals = decimals as usize;
+        match digits.len().checked_sub(decimals) {
+            Some(0) | None => {
+                self.out.extend_from_slice(b"0.");
+                self.out
+                    .extend(std::iter::repeat_n(b'0', decimals - digits.len()));
+                self.out.extend_from_slice(digits);
+            }
+            Some(whole) => {
+                self.out.extend_from_slice(&digits[..whole]);
+                self.out.push(b'.');
+                self.out.extend_from_slice(&digits[whole..]);
+            }
         }
     }
 
@@ -529,6 +594,39 @@ impl Writer {
     }
 }
 
+/// Decimals `few_decimals` finds: prices, rates and measures mostly have two.
+const MAX_FEW_DECIMALS: u32 = 3;
+/// Magnitudes `few_decimals` handles: below it a double's spacing is far under 10^-3, so at most one
+/// decimal of up to `MAX_FEW_DECIMALS` places reads back as a given double.
+const FEW_DECIMALS_LIMIT: f64 = 1e9;
+
+/// A non-integer `value` that reads back from a decimal of at most `MAX_FEW_DECIMALS` places, as
+/// (that decimal times 10^places, places), places as few as can be; None for other values.
+///
+/// JavaScript prints the shortest decimal that reads back as the value (what `ryu_js` computes
+/// in general): for such a value, that is this one (a decimal with more places, or another one
+/// with as few, would need a double spacing near 10^-3). One multiplication and one division
+/// check it, where the shortest-decimal search costs several times more.
+fn few_decimals(value: f64) -> Option<(i64, u32)> {
+    const SCALE: f64 = 1000.0; // 10^MAX_FEW_DECIMALS
+    if value.abs() >= FEW_DECIMALS_LIMIT {
+        return None;
+    }
+    // Rounded half away from zero (a cast truncates); `f64::round` is a libm call.
+    let mut scaled = (value * SCALE + 0.5_f64.copysign(value)) as i64;
+    // IEEE division rounds correctly: the quotient is the double nearest to the decimal, which is
+    // what reading the decimal back gives.
+    if scaled as f64 / SCALE != value {
+        return None;
+    }
+    let mut decimals = MAX_FEW_DECIMALS;
+    while scaled % 10 == 0 {
+        scaled /= 10;
+        decimals -= 1;
+    }
+    Some((scaled, decimals))
+}
+
 /// Finds documents with a repeated key, which JS objects hold once (the last value at the first
 /// position): such documents are deferred. Each document's keys are hashed; a document whose key
 /// hashes equal the last duplicate-free document's at its depth needs no check, so a batch of
@@ -627,40 +725,50 @@ static ESCAPES: [u8; 256] = {
     table
 };
 
-/// A BSON string's bytes (not validated) and where the value ends.
-fn string_at(bytes: &[u8], start: usize) -> Step<(&[u8], usize)> {
+/// Where the BSON string at `start` ends: its text is `start + 4` up to the zero byte before that.
+fn string_end(bytes: &[u8], start: usize) -> Step<usize> {
     let size = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| Deferred)?;
-    let begin = start + 4;
-    let text = bytes.get(begin..begin + size).ok_or(Deferred)?;
-    match text.split_last() {
-        Some((0, text)) => Ok((text, begin + size)),
+    let end = start + 4 + size;
+    match (size, bytes.get(end.wrapping_sub(1))) {
+        (1.., Some(0)) => Ok(end),
         _ => Err(Deferred),
     }
 }
 
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
 /// Whether `text` has a byte JSON escapes (control, quote, backslash) or a non-ASCII byte (to
 /// validate), eight bytes at a time: most strings have neither and are copied as they are.
 fn needs_escape_or_validation(text: &[u8]) -> bool {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let has_zero_byte = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS != 0;
     let mut words = text.chunks_exact(8);
-    for word in &mut words {
-        let word = u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes"));
-        // Bytes below 0x20 (exact for ASCII; a high byte is caught by HIGHS anyway).
-        let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0;
-        if control
-            || word & HIGHS != 0
-            || has_zero_byte(word ^ (ONES * u64::from(b'"')))
-            || has_zero_byte(word ^ (ONES * u64::from(b'\\')))
-        {
-            return true;
-        }
-    }
-    words
+    words.any(|word| {
+        word_needs_escape_or_validation(u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes")))
+    }) || words
         .remainder()
         .iter()
         .any(|&byte| byte >= 0x80 || ESCAPES[usize::from(byte)] != 0)
+}
+
+/// `needs_escape_or_validation` of a window's first `length` bytes (the others read as spaces).
+fn window_needs_escape_or_validation<const N: usize>(window: &[u8; N], length: usize) -> bool {
+    window.chunks_exact(8).enumerate().any(|(index, word)| {
+        let kept = length.saturating_sub(index * 8).min(8);
+        let mask = u64::MAX.checked_shr(64 - 8 * kept as u32).unwrap_or(0);
+        let word = u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes"));
+        word_needs_escape_or_validation((word & mask) | ((ONES * u64::from(b' ')) & !mask))
+    })
+}
+
+/// `needs_escape_or_validation` of eight bytes read as a little-endian word.
+fn word_needs_escape_or_validation(word: u64) -> bool {
+    let has_zero_byte = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS != 0;
+    // Bytes below 0x20 (exact for ASCII; a high byte is caught by HIGHS anyway).
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0;
+    control
+        || word & HIGHS != 0
+        || has_zero_byte(word ^ (ONES * u64::from(b'"')))
+        || has_zero_byte(word ^ (ONES * u64::from(b'\\')))
 }
 
 /// Whether JS treats `key` as an array index, which objects enumerate first, in numeric order.
@@ -693,4 +801,130 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn writer() -> Writer {
+        Writer {
+            out: Vec::new(),
+            format: JsonFormat::Plain,
+            floats: ryu_js::Buffer::new(),
+            integers: itoa::Buffer::new(),
+            keys: KeySets::default(),
+        }
+    }
+
+    /// What `Writer::number` writes for `value`.
+    fn number_text(value: f64) -> String {
+        let mut writer = writer();
+        writer.number(value);
+        String::from_utf8(writer.out).unwrap()
+    }
+
+    /// Strings (some short, some long) of bytes JSON escapes or that need UTF-8 validation, with
+    /// bytes after their zero byte that would need escaping too: the short-string window must
+    /// look at the string's own bytes only. serde_json escapes valid UTF-8 as `JSON.stringify`.
+    #[test]
+    fn strings_are_escaped_as_json_stringify_escapes_them() {
+        const PIECES: [&[u8]; 12] = [
+            b"a",
+            b"key",
+            b"\"",
+            b"\\",
+            b"\n",
+            b"\x01",
+            b"\x1f",
+            b"\x7f",
+            "é".as_bytes(),
+            "\u{2028}".as_bytes(),
+            "🎉".as_bytes(),
+            b"\xff",
+        ];
+        let mut random = pseudo_random(3);
+        for _ in 0..100_000 {
+            let mut next = || random.next().unwrap();
+            let pieces = next() % 40;
+            let mut text = Vec::new();
+            for _ in 0..pieces {
+                text.extend_from_slice(PIECES[(next() % 12) as usize]);
+            }
+            let mut bytes = text.clone();
+            bytes.push(0);
+            for _ in 0..next() % 40 {
+                bytes.push(if next() % 2 == 0 { b'"' } else { 0x01 });
+            }
+            let mut writer = writer();
+            let written = writer.string_in(&bytes, 0, text.len()).map(|()| writer.out);
+            let expected = std::str::from_utf8(&text)
+                .ok()
+                .map(|text| serde_json::to_vec(text).unwrap());
+            assert_eq!(written.ok(), expected, "{:?}", String::from_utf8_lossy(&text));
+        }
+    }
+
+    /// A deterministic stream of 64-bit values (splitmix64).
+    fn pseudo_random(seed: u64) -> impl Iterator<Item = u64> {
+        let mut state = seed;
+        std::iter::repeat_with(move || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        })
+    }
+
+    /// ryu_js prints numbers as JavaScript does: the short-decimal path must agree with it.
+    fn assert_prints_as_javascript(value: f64) {
+        let expected = if value as i64 as f64 == value && value.abs() <= SAFE_INTEGER_LIMIT as f64 {
+            (value as i64).to_string()
+        } else {
+            ryu_js::Buffer::new().format_finite(value).to_string()
+        };
+        assert_eq!(number_text(value), expected, "{value:e} ({:#x})", value.to_bits());
+    }
+
+    #[test]
+    fn numbers_with_few_decimals_print_as_javascript() {
+        for (index, bits) in pseudo_random(1).take(400_000).enumerate() {
+            // Decimals of 0 to 6 places (around the fast path's limit of 3), of every magnitude
+            // the fast path takes and some beyond it, and their neighbouring doubles.
+            let places = (bits % 7) as i32;
+            let digits = (bits >> 8) % 10_u64.pow(1 + (index % 15) as u32);
+            let sign = if bits >> 63 == 1 { -1.0 } else { 1.0 };
+            let value = sign * digits as f64 / 10_f64.powi(places);
+            assert_prints_as_javascript(value);
+            assert_prints_as_javascript(f64::from_bits(value.to_bits() + 1));
+            assert_prints_as_javascript(f64::from_bits(value.to_bits().saturating_sub(1)));
+        }
+    }
+
+    #[test]
+    fn arbitrary_doubles_print_as_javascript() {
+        for bits in pseudo_random(2).take(200_000) {
+            let value = f64::from_bits(bits);
+            if value.is_finite() {
+                assert_prints_as_javascript(value);
+            }
+            // Doubles of everyday magnitudes with every mantissa.
+            assert_prints_as_javascript(f64::from_bits(0x3f00_0000_0000_0000 + bits % (0x0500u64 << 52)));
+        }
+        for value in [
+            0.001,
+            -0.001,
+            0.5,
+            0.05,
+            0.005,
+            999_999_999.999,
+            1e9 - 0.5,
+            0.1 + 0.2,
+            1.005,
+            2.675,
+        ] {
+            assert_prints_as_javascript(value);
+        }
+    }
 }

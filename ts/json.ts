@@ -41,9 +41,9 @@ export interface PipeJsonResult {
   bytes: number
 }
 
-/** One server batch as JSON: its documents, comma-separated. */
+/** One server batch as JSON: its documents, comma-separated, in parts to write one after another. */
 interface JsonChunk {
-  text: Buffer
+  parts: Buffer[]
   count: number
 }
 
@@ -87,19 +87,19 @@ class JsonCursor extends FindCursor<JsonChunk> {
 
   protected override batchDecode(bsonOptions: ResolvedBSONOptions): BatchDecode {
     const toJson = batchJson(this.#format, bsonOptions)
-    return (batch) => [{ text: toJson(batch), count: batch.count }]
+    return (batch) => [{ parts: toJson(batch), count: batch.count }]
   }
 }
 
 /**
  * A native JSON batch's text (its documents, comma-separated) with the documents Rust deferred
- * rendered into place.
+ * rendered into place, in parts whose concatenation is the text.
  * @internal
  */
 export function batchJson(
   format: JsonFormat,
   bsonOptions: ResolvedBSONOptions,
-): (batch: DocumentBatch) => Buffer {
+): (batch: DocumentBatch) => Buffer[] {
   const render = deferredRenderer(format, bsonOptions)
   return (batch) => jsonText(batch, render)
 }
@@ -118,11 +118,12 @@ function deferredRenderer(
     : (bytes) => EJSON.stringify(BSON.deserialize(bytes, options), { relaxed: true })
 }
 
-/** The batch's JSON text with its deferred documents rendered into place. */
-function jsonText(batch: DocumentBatch, render: (bytes: Uint8Array) => string): Buffer {
-  const text = batch.json!
+/** The batch's JSON text with its deferred documents rendered into place, in parts. */
+function jsonText(batch: DocumentBatch, render: (bytes: Uint8Array) => string): Buffer[] {
   const deferred = batch.jsonDeferred!
-  if (deferred.length === 0) return text
+  if (deferred.length === 0) return batch.json!
+  // Rare (a type or key only js-bson renders): the parts are joined to splice the renderings in.
+  const text = Buffer.concat(batch.json!)
   const parts: Buffer[] = []
   let copied = 0
   for (let index = 0; index < deferred.length; index += 3) {
@@ -134,7 +135,7 @@ function jsonText(batch: DocumentBatch, render: (bytes: Uint8Array) => string): 
     copied = at
   }
   parts.push(text.subarray(copied))
-  return Buffer.concat(parts)
+  return [Buffer.concat(parts)]
 }
 
 /** The parts of the JSON array of the cursor's documents; counts what it yields into `written`. */
@@ -147,7 +148,7 @@ async function* jsonArray(cursor: JsonCursor, written: PipeJsonResult): AsyncGen
   for await (const chunk of cursor) {
     if (written.count > 0) yield part(COMMA)
     written.count += chunk.count
-    yield part(chunk.text)
+    for (const text of chunk.parts) yield part(text)
   }
   yield part(CLOSE)
 }
