@@ -159,8 +159,9 @@ impl Writer {
                 self.keys.close(keys, depth)?;
                 return self.close(b'}', position, document);
             }
-            let key_end = cstring_end(document, position + 1)?;
-            let key = &document[position + 1..key_end];
+            let key_start = position + 1;
+            let key_end = cstring_end_in_words(document, key_start)?;
+            let key = &document[key_start..key_end];
             // EJSON.stringify refuses any object with a `_bsontype` field (it takes it for a BSON
             // value of another library version): js-bson's rendering gives the same error.
             if key.first() == Some(&b'$')
@@ -169,11 +170,11 @@ impl Writer {
             {
                 return Err(Deferred);
             }
-            self.keys.add(key);
+            self.keys.add(key_hash_in(document, key_start, key_end));
             if position > 4 {
                 self.out.push(b',');
             }
-            self.string_in(document, position + 1, key_end)?;
+            self.string_in(document, key_start, key_end)?;
             self.out.push(b':');
             position = self.value(tag, document, key_end + 1, depth)?;
         }
@@ -191,7 +192,7 @@ impl Writer {
                 self.out.push(b',');
             }
             // Array keys are indices; js-bson ignores them too.
-            let value_start = cstring_end(array, position + 1)? + 1;
+            let value_start = cstring_end_in_words(array, position + 1)? + 1;
             position = self.value(tag, array, value_start, depth)?;
         }
     }
@@ -653,8 +654,8 @@ impl KeySets {
         self.hashes.len()
     }
 
-    fn add(&mut self, key: &[u8]) {
-        self.hashes.push(key_hash(key));
+    fn add(&mut self, hash: u64) {
+        self.hashes.push(hash);
     }
 
     /// Ends the document whose hashes begin at `start`: deferred if a key repeats.
@@ -689,14 +690,15 @@ fn has_repeat(hashes: &[u64], sorted: &mut Vec<u64>) -> bool {
     sorted.windows(2).any(|pair| pair[0] == pair[1])
 }
 
+const KEY_HASH_MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
+
 /// A 64-bit hash of a key, eight bytes at a time.
 fn key_hash(key: &[u8]) -> u64 {
-    const MULTIPLIER: u64 = 0x517c_c1b7_2722_0a95;
     let mut hash = key.len() as u64;
     let mut words = key.chunks_exact(8);
     for word in &mut words {
         let word = u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes"));
-        hash = (hash.rotate_left(5) ^ word).wrapping_mul(MULTIPLIER);
+        hash = (hash.rotate_left(5) ^ word).wrapping_mul(KEY_HASH_MULTIPLIER);
     }
     // Shifted in byte by byte: a copy into a zeroed word would call memcpy for every key.
     let last = words
@@ -704,7 +706,37 @@ fn key_hash(key: &[u8]) -> u64 {
         .iter()
         .rev()
         .fold(0u64, |word, &byte| (word << 8) | u64::from(byte));
-    (hash.rotate_left(5) ^ last).wrapping_mul(MULTIPLIER)
+    (hash.rotate_left(5) ^ last).wrapping_mul(KEY_HASH_MULTIPLIER)
+}
+
+/// `key_hash` of `bytes[start..end]`; a key under 8 bytes is hashed from one word read at `start`
+/// (its bytes, the others masked to zero: the word `key_hash` builds byte by byte).
+fn key_hash_in(bytes: &[u8], start: usize, end: usize) -> u64 {
+    let length = end - start;
+    match word_at(bytes, start) {
+        Some(word) if length < 8 => {
+            let key = word & u64::MAX.checked_shr(64 - 8 * length as u32).unwrap_or(0);
+            ((length as u64).rotate_left(5) ^ key).wrapping_mul(KEY_HASH_MULTIPLIER)
+        }
+        _ => key_hash(&bytes[start..end]),
+    }
+}
+
+/// The eight bytes at `start` as a little-endian word, if there are eight.
+fn word_at(bytes: &[u8], start: usize) -> Option<u64> {
+    fixed(bytes, start).ok().map(u64::from_le_bytes)
+}
+
+/// `cstring_end`, a word at a time for a cstring under 8 bytes (most keys).
+fn cstring_end_in_words(bytes: &[u8], start: usize) -> Step<usize> {
+    if let Some(word) = word_at(bytes, start) {
+        // The lowest flagged byte is the first zero byte (a false flag only follows a zero byte).
+        let zero_bytes = word.wrapping_sub(ONES) & !word & HIGHS;
+        if zero_bytes != 0 {
+            return Ok(start + (zero_bytes.trailing_zeros() / 8) as usize);
+        }
+    }
+    Ok(cstring_end(bytes, start)?)
 }
 
 /// Escape per byte: 0 for none, `u` for `\u00XX`, else the letter after the backslash.
@@ -875,6 +907,26 @@ mod tests {
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
             z ^ (z >> 31)
         })
+    }
+
+    /// Keys are hashed and their ends found a word at a time when they are short: the same
+    /// results as byte by byte, whatever bytes follow them.
+    #[test]
+    fn keys_read_a_word_at_a_time_read_as_byte_by_byte() {
+        let mut random = pseudo_random(4);
+        for _ in 0..100_000 {
+            let mut next = || random.next().unwrap();
+            let length = (next() % 20) as usize;
+            let mut bytes: Vec<u8> = (0..length).map(|_| (next() % 255) as u8 + 1).collect();
+            bytes.push(0);
+            bytes.extend((0..next() % 12).map(|_| next() as u8));
+            assert_eq!(cstring_end_in_words(&bytes, 0).ok(), Some(length));
+            assert_eq!(
+                key_hash_in(&bytes, 0, length),
+                key_hash(&bytes[..length]),
+                "{bytes:?}"
+            );
+        }
     }
 
     /// ryu_js prints numbers as JavaScript does: the short-decimal path must agree with it.
