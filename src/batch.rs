@@ -208,9 +208,9 @@ fn document_slices(batch: &RawBatch) -> Result<Vec<&[u8]>> {
 }
 
 /// The documents of a BSON array, where they are. Reads the framing only: the bson crate's
-/// iterator also checks every key and builds every value, which cost a sixth of the JSON
-/// transcoder's time on a large batch. Each document is checked as the crate checks it (a length
-/// of at least 5 within the array, a zero last byte); its contents are the decoders' business.
+/// iterator also checks every key and builds every value, ~6% of the JSON transcoder's time on a
+/// large batch. Each document is checked as the crate checks it (a length of at least 5 within
+/// the array, a zero last byte); its contents are the decoders' business.
 fn array_documents(array: &RawArray) -> Result<Vec<&[u8]>> {
     const MALFORMED: Error = Error::MalformedBson("a cursor batch's framing is broken");
     const NOT_A_DOCUMENT: Error =
@@ -222,8 +222,8 @@ fn array_documents(array: &RawArray) -> Result<Vec<&[u8]>> {
         match bytes.get(position) {
             Some(0) if position + 1 == bytes.len() => return Ok(documents),
             Some(0x03) => {}
+            Some(0) | None => return Err(MALFORMED),
             Some(_) => return Err(NOT_A_DOCUMENT),
-            None => return Err(MALFORMED),
         }
         let start = cstring_end(bytes, position + 1).map_err(|_| MALFORMED)? + 1;
         let length = document_length(bytes, start).map_err(|_| MALFORMED)?;
