@@ -622,7 +622,7 @@ fn few_decimals(value: f64) -> Option<(i64, u32)> {
         return None;
     }
     let mut decimals = MAX_FEW_DECIMALS;
-    while scaled % 10 == 0 {
+    while decimals > 0 && scaled % 10 == 0 {
         scaled /= 10;
         decimals -= 1;
     }
@@ -716,7 +716,7 @@ fn key_hash_in(bytes: &[u8], start: usize, end: usize) -> u64 {
     let length = end - start;
     match word_at(bytes, start) {
         Some(word) if length < 8 => {
-            let key = word & u64::MAX.checked_shr(64 - 8 * length as u32).unwrap_or(0);
+            let key = word & low_bytes(length);
             ((length as u64).rotate_left(5) ^ key).wrapping_mul(KEY_HASH_MULTIPLIER)
         }
         _ => key_hash(&bytes[start..end]),
@@ -730,11 +730,9 @@ fn word_at(bytes: &[u8], start: usize) -> Option<u64> {
 
 /// `cstring_end`, a word at a time for a cstring under 8 bytes (most keys).
 fn cstring_end_in_words(bytes: &[u8], start: usize) -> Step<usize> {
-    if let Some(word) = word_at(bytes, start) {
-        // The lowest flagged byte is the first zero byte (a false flag only follows a zero byte).
-        let zero_bytes = word.wrapping_sub(ONES) & !word & HIGHS;
-        if zero_bytes != 0 {
-            return Ok(start + (zero_bytes.trailing_zeros() / 8) as usize);
+    if let Some(zeros) = word_at(bytes, start).map(zero_bytes) {
+        if zeros != 0 {
+            return Ok(start + (zeros.trailing_zeros() / 8) as usize);
         }
     }
     Ok(cstring_end(bytes, start)?)
@@ -771,6 +769,17 @@ fn string_end(bytes: &[u8], start: usize) -> Step<usize> {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
+/// The high bit of each zero byte of `word` set; the lowest one is exact (a false flag can only
+/// follow a zero byte).
+fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGHS
+}
+
+/// A mask of the low `count` (at most 8) bytes of a word.
+fn low_bytes(count: usize) -> u64 {
+    u64::MAX.checked_shr(64 - 8 * count as u32).unwrap_or(0)
+}
+
 /// Whether `text` has a byte JSON escapes (control, quote, backslash) or a non-ASCII byte (to
 /// validate), eight bytes at a time: most strings have neither and are copied as they are.
 fn needs_escape_or_validation(text: &[u8]) -> bool {
@@ -786,8 +795,7 @@ fn needs_escape_or_validation(text: &[u8]) -> bool {
 /// `needs_escape_or_validation` of a window's first `length` bytes (the others read as spaces).
 fn window_needs_escape_or_validation<const N: usize>(window: &[u8; N], length: usize) -> bool {
     window.chunks_exact(8).enumerate().any(|(index, word)| {
-        let kept = length.saturating_sub(index * 8).min(8);
-        let mask = u64::MAX.checked_shr(64 - 8 * kept as u32).unwrap_or(0);
+        let mask = low_bytes(length.saturating_sub(index * 8).min(8));
         let word = u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes"));
         word_needs_escape_or_validation((word & mask) | ((ONES * u64::from(b' ')) & !mask))
     })
@@ -795,13 +803,12 @@ fn window_needs_escape_or_validation<const N: usize>(window: &[u8; N], length: u
 
 /// `needs_escape_or_validation` of eight bytes read as a little-endian word.
 fn word_needs_escape_or_validation(word: u64) -> bool {
-    let has_zero_byte = |word: u64| word.wrapping_sub(ONES) & !word & HIGHS != 0;
     // Bytes below 0x20 (exact for ASCII; a high byte is caught by HIGHS anyway).
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0;
     control
         || word & HIGHS != 0
-        || has_zero_byte(word ^ (ONES * u64::from(b'"')))
-        || has_zero_byte(word ^ (ONES * u64::from(b'\\')))
+        || zero_bytes(word ^ (ONES * u64::from(b'"'))) != 0
+        || zero_bytes(word ^ (ONES * u64::from(b'\\'))) != 0
 }
 
 /// Whether JS treats `key` as an array index, which objects enumerate first, in numeric order.
