@@ -15,7 +15,7 @@
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 use rayon::prelude::*;
 
-use crate::tape::{cstring_end, document_length, fixed, NotTapeable};
+use crate::tape::{cstring_end, document_length, fixed, word_at, zero_bytes, NotTapeable, HIGHS, ONES};
 
 /// Deeper documents are deferred to js-bson, which keeps the native stack small.
 const MAX_DEPTH: usize = 100;
@@ -160,7 +160,7 @@ impl Writer {
                 return self.close(b'}', position, document);
             }
             let key_start = position + 1;
-            let key_end = cstring_end_in_words(document, key_start)?;
+            let key_end = cstring_end(document, key_start)?;
             let key = &document[key_start..key_end];
             // EJSON.stringify refuses any object with a `_bsontype` field (it takes it for a BSON
             // value of another library version): js-bson's rendering gives the same error.
@@ -192,7 +192,7 @@ impl Writer {
                 self.out.push(b',');
             }
             // Array keys are indices; js-bson ignores them too.
-            let value_start = cstring_end_in_words(array, position + 1)? + 1;
+            let value_start = cstring_end(array, position + 1)? + 1;
             position = self.value(tag, array, value_start, depth)?;
         }
     }
@@ -723,21 +723,6 @@ fn key_hash_in(bytes: &[u8], start: usize, end: usize) -> u64 {
     }
 }
 
-/// The eight bytes at `start` as a little-endian word, if there are eight.
-fn word_at(bytes: &[u8], start: usize) -> Option<u64> {
-    fixed(bytes, start).ok().map(u64::from_le_bytes)
-}
-
-/// `cstring_end`, a word at a time for a cstring under 8 bytes (most keys).
-fn cstring_end_in_words(bytes: &[u8], start: usize) -> Step<usize> {
-    if let Some(zeros) = word_at(bytes, start).map(zero_bytes) {
-        if zeros != 0 {
-            return Ok(start + (zeros.trailing_zeros() / 8) as usize);
-        }
-    }
-    Ok(cstring_end(bytes, start)?)
-}
-
 /// Escape per byte: 0 for none, `u` for `\u00XX`, else the letter after the backslash.
 static ESCAPES: [u8; 256] = {
     let mut table = [0u8; 256];
@@ -764,15 +749,6 @@ fn string_end(bytes: &[u8], start: usize) -> Step<usize> {
         (1.., Some(0)) => Ok(end),
         _ => Err(Deferred),
     }
-}
-
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each zero byte of `word` set; the lowest one is exact (a false flag can only
-/// follow a zero byte).
-fn zero_bytes(word: u64) -> u64 {
-    word.wrapping_sub(ONES) & !word & HIGHS
 }
 
 /// A mask of the low `count` (at most 8) bytes of a word.
@@ -928,7 +904,7 @@ mod tests {
             let mut bytes: Vec<u8> = (0..length).map(|_| (next() % 255) as u8 + 1).collect();
             bytes.push(0);
             bytes.extend((0..next() % 12).map(|_| next() as u8));
-            assert_eq!(cstring_end_in_words(&bytes, 0).ok(), Some(length));
+            assert_eq!(cstring_end(&bytes, 0).ok(), Some(length));
             assert_eq!(
                 key_hash_in(&bytes, 0, length),
                 key_hash(&bytes[..length]),

@@ -369,6 +369,20 @@ impl Tape {
     }
 }
 
+pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
+pub(crate) const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each zero byte of `word` set; the lowest one is exact (a false flag can only
+/// follow a zero byte).
+pub(crate) fn zero_bytes(word: u64) -> u64 {
+    word.wrapping_sub(ONES) & !word & HIGHS
+}
+
+/// The eight bytes at `start` as a little-endian word, if there are eight.
+pub(crate) fn word_at(bytes: &[u8], start: usize) -> Option<u64> {
+    fixed(bytes, start).ok().map(u64::from_le_bytes)
+}
+
 pub(crate) fn fixed<const N: usize>(bytes: &[u8], start: usize) -> Step<[u8; N]> {
     bytes
         .get(start..start + N)
@@ -385,7 +399,14 @@ pub(crate) fn document_length(bytes: &[u8], start: usize) -> Step<usize> {
     Ok(length)
 }
 
+/// Where the cstring at `start` ends (its zero byte); one word read for one under 8 bytes (most
+/// keys), else a byte search.
 pub(crate) fn cstring_end(bytes: &[u8], start: usize) -> Step<usize> {
+    if let Some(zeros) = word_at(bytes, start).map(zero_bytes) {
+        if zeros != 0 {
+            return Ok(start + (zeros.trailing_zeros() / 8) as usize);
+        }
+    }
     bytes
         .get(start..)
         .and_then(|rest| rest.iter().position(|&byte| byte == 0))
