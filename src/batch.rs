@@ -42,9 +42,10 @@ pub struct DocumentBatch {
     pub count: u32,
     /// Whether the server cursor has more batches (worth asking for the next one ahead of time).
     pub has_more: bool,
-    /// Whether the next batch holds more of the same server reply (a large first reply is encoded
-    /// in parts, see `encode_reply_in_parts`).
-    pub reply_continues: bool,
+    /// How many of the next batches hold more of the same server reply (a large first reply is
+    /// encoded in parts, see `encode_reply_in_parts`): they are already fetched, so JS asks for
+    /// them on top of its read-ahead, and the next getMore starts while they are encoded.
+    pub reply_parts_left: u32,
     /// The server cursor's id as of this batch (0 once exhausted); absent for test batches.
     pub cursor_id: Option<BigInt>,
     pub slots: Option<Float64Array>,
@@ -123,7 +124,7 @@ pub fn encode_reply_in_parts(
     let finish = move |encoded: Result<DocumentBatch>, index: usize| {
         encoded.map(|batch| DocumentBatch {
             has_more: has_more || index + 1 < count,
-            reply_continues: index + 1 < count,
+            reply_parts_left: (count - index - 1) as u32,
             cursor_id: Some(cursor_id.into()),
             ..batch
         })
@@ -295,7 +296,7 @@ impl DocumentBatch {
             documents: documents.into(),
             count,
             has_more: false,
-            reply_continues: false,
+            reply_parts_left: 0,
             cursor_id: None,
             slots: None,
             latin1: None,

@@ -72,8 +72,8 @@ export abstract class AbstractCursor<TSchema = Document>
    * getMore runs.
    */
   #ahead: Promise<DocumentBatch | null>[] = []
-  /** Whether the next native batch holds more of the server reply of the last one. */
-  #replyContinues = false
+  /** How many of the next native batches hold more of the server reply of the last one. */
+  #replyPartsLeft = 0
   /** False once a batch said the server cursor is exhausted. */
   #serverHasMore = true
   #prefetchBatches = DEFAULT_PREFETCH
@@ -172,7 +172,7 @@ export abstract class AbstractCursor<TSchema = Document>
   /**
    * The documents of the next server batch (the rest of the current one first), or `null` once
    * there are no more: a consumer that handles one batch at a time. A large first batch is read
-   * in parts internally (see `DocumentBatch.replyContinues`) and still handed over whole here.
+   * in parts internally (see `DocumentBatch.replyPartsLeft`) and still handed over whole here.
    * @throws MongoCursorExhaustedError once the cursor is closed, or after a read failed.
    */
   async nextBatch(): Promise<TSchema[] | null> {
@@ -182,7 +182,7 @@ export abstract class AbstractCursor<TSchema = Document>
     const documents = this.readBufferedDocuments()
     // A large first reply arrives in parts (JS decodes one while Rust encodes the next): hand over
     // the whole server batch.
-    while (this.#replyContinues && (await this.#fetchBatch())) {
+    while (this.#replyPartsLeft > 0 && (await this.#fetchBatch())) {
       for (const document of this.readBufferedDocuments()) documents.push(document)
     }
     return documents
@@ -279,7 +279,7 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#state = 'new'
     this.#failure = undefined
     this.#serverHasMore = true
-    this.#replyContinues = false
+    this.#replyPartsLeft = 0
     this.#id = undefined
   }
 
@@ -348,7 +348,7 @@ export abstract class AbstractCursor<TSchema = Document>
         return false
       }
       if (batch.cursorId !== undefined) this.#id = Long.fromBigInt(batch.cursorId)
-      this.#replyContinues = batch.replyContinues
+      this.#replyPartsLeft = batch.replyPartsLeft
       // Requests made before this batch arrived can only answer null.
       if (!batch.hasMore) this.#ahead = []
       // Pipelining: the next getMores and their tapes run in Rust while JS decodes this batch.
@@ -362,9 +362,14 @@ export abstract class AbstractCursor<TSchema = Document>
     return false
   }
 
-  /** Tops up the batches requested ahead while the server may have more. */
+  /**
+   * Tops up the batches requested ahead while the server may have more. The rest of a reply in
+   * parts is fetched already and does not count: the requests beyond it start the next getMores
+   * while its parts are encoded.
+   */
   #requestAhead(native: NativeCursor): void {
-    while (this.#serverHasMore && this.#ahead.length < this.#prefetchBatches) this.#request(native)
+    const wanted = this.#prefetchBatches + this.#replyPartsLeft
+    while (this.#serverHasMore && this.#ahead.length < wanted) this.#request(native)
   }
 
   /** Asks the native cursor for its next batch; a failure is handled by whoever awaits it. */
