@@ -115,6 +115,36 @@ describe('findCursor on the real server', () => {
     expect(await cursor.nextBatch()).toBeNull()
   })
 
+  it('a native cursor comes with its first batch, which nextBatch() serves if it was not taken', async () => {
+    const options = BSON.serialize({ sort: { n: 1 }, batchSize: 97 })
+    const client = await NativeClient.connect(uri)
+    // The n of a raw batch's first and last documents (BSON back to back).
+    const firstNumbers = (batch: { count: number; documents: Buffer }) => {
+      const numbers: number[] = []
+      for (let at = 0, length = 0; at < batch.documents.length; at += length) {
+        length = batch.documents.readInt32LE(at)
+        numbers.push(BSON.deserialize(batch.documents.subarray(at, at + length)).n)
+      }
+      expect(numbers).toHaveLength(batch.count)
+      return [numbers[0], numbers.at(-1)]
+    }
+    try {
+      const items = client.collection(dbName, 'items')
+      const taken = await items.find(BSON.serialize({}), options, BatchOutput.Raw)
+      expect(firstNumbers(taken.takeFirstBatch())).toEqual([0, 96])
+      expect(taken.takeFirstBatch()).toBeNull()
+      expect(firstNumbers(await taken.nextBatch())).toEqual([97, 193])
+      await taken.close()
+      const untaken = await items.find(BSON.serialize({}), options, BatchOutput.Raw)
+      expect(firstNumbers(await untaken.nextBatch())).toEqual([0, 96])
+      expect(untaken.takeFirstBatch()).toBeNull()
+      expect(firstNumbers(await untaken.nextBatch())).toEqual([97, 193])
+      await untaken.close()
+    } finally {
+      await client.close()
+    }
+  })
+
   it('a large first reply comes in parts, in order, and nextBatch() still hands it over whole', async () => {
     const all = { sort: { n: 1 }, batchSize: DOCS } as const
     const expected = await theirs().find({}, all).toArray()

@@ -91,8 +91,7 @@ impl NativeCollection {
         spawn(env, async move {
             let find = async { Ok(collection.find(filter).with_options(find).batch().await?) };
             let cursor = deadline.run(find).await?;
-            Ok(NativeCursor::open(cursor, single_batch, output, &client)
-                .with_timeout(timeout.cursor(deadline)))
+            NativeCursor::open(cursor, single_batch, output, &client, timeout.cursor(deadline)).await
         })
     }
 
@@ -133,7 +132,7 @@ impl NativeCollection {
                     .await?)
             };
             let cursor = deadline.run(aggregate).await?;
-            Ok(NativeCursor::open(cursor, false, output, &client).with_timeout(timeout.cursor(deadline)))
+            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline)).await
         })
     }
 

@@ -20,8 +20,8 @@ use crate::{
         PendingBatch,
     },
     client::ClientState,
-    deadline::CursorTimeout,
-    error::Error,
+    deadline::{CursorTimeout, Deadline},
+    error::{Error, Result},
     task::spawn,
 };
 
@@ -81,6 +81,61 @@ impl CursorSlot {
         Turn(self)
     }
 
+    /// Reads the batch of `ticket` once the reads before it have fetched theirs: a part of a reply
+    /// encoded in parts, or the next server batch (for ticket 0, the first reply, from the find).
+    async fn read(
+        &self,
+        ticket: u64,
+        single_batch: bool,
+        output: BatchOutput,
+        deadline: Deadline,
+    ) -> Result<Option<DocumentBatch>> {
+        let turn = self.turn(ticket).await;
+        let mut reads = self.reads.lock().await;
+        if let Some(pending) = reads.pending.pop_front() {
+            drop(reads);
+            drop(turn);
+            return received(pending).await.map(Some);
+        }
+        let cursor = match &mut reads.state {
+            CursorState::Open(cursor) => cursor,
+            CursorState::Done => return Ok(None),
+            CursorState::Failed => return Err(Error::CursorFailed),
+            CursorState::ClientClosed => return Err(Error::Closed("client")),
+        };
+        // A getMore is never retried: after a failure or a timeout the cursor is dropped
+        // (killed on the server), so a read can only fail, never skip a batch.
+        let result = deadline
+            .run(async { cursor.next().await.transpose().map_err(Error::from) })
+            .await
+            .transpose();
+        match result {
+            Some(Err(_)) => reads.state = CursorState::Failed,
+            None => reads.state = CursorState::Done,
+            // The last reply: JS stops reading here without asking again.
+            Some(Ok(ref batch)) if single_batch || is_last_reply(batch) => reads.state = CursorState::Done,
+            Some(Ok(_)) => {}
+        }
+        let batch = match result {
+            None => return Ok(None),
+            Some(Err(error)) => return Err(error),
+            Some(Ok(batch)) => batch,
+        };
+        // Ticket 0 reads the first reply (tickets are served in order, and nothing is pending
+        // before it): encoded in parts, see `encode_reply_in_parts`.
+        if ticket == 0 {
+            let (encode_first, rest) = encode_reply_in_parts(batch, output, single_batch)?;
+            reads.pending = rest;
+            drop(reads);
+            drop(turn);
+            return encode_first().map(Some);
+        }
+        // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
+        drop(reads);
+        drop(turn);
+        Ok(Some(encode_batch(batch, output, single_batch).await?))
+    }
+
     /// Drops the driver cursor, which kills it on the server unless it was exhausted.
     pub async fn close_for_client(&self) {
         let mut reads = self.reads.lock().await;
@@ -106,94 +161,67 @@ pub struct NativeCursor {
     output: BatchOutput,
     /// The deadline of its getMores (`timeoutMS`, `socketTimeoutMS`).
     timeout: CursorTimeout,
+    /// The first batch, read and encoded as the cursor opened, until JS takes it.
+    first_batch: Option<DocumentBatch>,
 }
 
 impl NativeCursor {
-    pub fn open(
+    /// Wraps a cursor the find or aggregate just opened, with its first batch (the first part of
+    /// the first reply, no I/O) encoded: JS gets it with the cursor, without one more round trip
+    /// to the runtime (~0.2 ms per query on an idle machine).
+    pub async fn open(
         cursor: RawBatchCursor,
         single_batch: bool,
         output: BatchOutput,
         client: &ClientState,
-    ) -> Self {
+        timeout: CursorTimeout,
+    ) -> Result<Self> {
         let slot = Arc::new(CursorSlot::new(cursor));
         client.track(&slot);
-        Self {
+        let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
+        let first_batch = slot.read(ticket, single_batch, output, timeout.next()).await?;
+        Ok(Self {
             slot,
             single_batch,
             output,
-            timeout: CursorTimeout::default(),
-        }
-    }
-
-    /// Bounds the cursor's reads by `timeout`.
-    pub fn with_timeout(mut self, timeout: CursorTimeout) -> Self {
-        self.timeout = timeout;
-        self
+            timeout,
+            first_batch,
+        })
     }
 }
 
 #[napi]
 impl NativeCursor {
+    /// The first batch, encoded as the cursor opened, once; then `null`. `nextBatch` serves it
+    /// too when it was not taken, so batches keep their order either way.
+    #[napi(catch_unwind)]
+    pub fn take_first_batch(&mut self) -> Option<DocumentBatch> {
+        self.first_batch.take()
+    }
+
     /// The next server batch, or `null` once the cursor is exhausted or closed; an error once a read
     /// failed. Calls made before earlier ones resolve get the following batches, in call order.
     #[napi(catch_unwind, ts_return_type = "Promise<DocumentBatch | null>")]
-    pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
+    pub fn next_batch<'env>(
+        &mut self,
+        env: &'env Env,
+    ) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
+        if let Some(first_batch) = self.first_batch.take() {
+            return spawn(env, async move { Ok(Some(first_batch)) });
+        }
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
         let deadline = self.timeout.next();
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         spawn(env, async move {
-            let turn = slot.turn(ticket).await;
-            let mut reads = slot.reads.lock().await;
-            if let Some(pending) = reads.pending.pop_front() {
-                drop(reads);
-                drop(turn);
-                return received(pending).await.map(Some);
-            }
-            let cursor = match &mut reads.state {
-                CursorState::Open(cursor) => cursor,
-                CursorState::Done => return Ok(None),
-                CursorState::Failed => return Err(Error::CursorFailed),
-                CursorState::ClientClosed => return Err(Error::Closed("client")),
-            };
-            // A getMore is never retried: after a failure or a timeout the cursor is dropped
-            // (killed on the server), so a read can only fail, never skip a batch.
-            let result = deadline
-                .run(async { cursor.next().await.transpose().map_err(Error::from) })
-                .await
-                .transpose();
-            match result {
-                Some(Err(_)) => reads.state = CursorState::Failed,
-                None => reads.state = CursorState::Done,
-                // The last reply: JS stops reading here without asking again.
-                Some(Ok(ref batch)) if single_batch || is_last_reply(batch) => {
-                    reads.state = CursorState::Done
-                }
-                Some(Ok(_)) => {}
-            }
-            let batch = match result {
-                None => return Ok(None),
-                Some(Err(error)) => return Err(error),
-                Some(Ok(batch)) => batch,
-            };
-            // Ticket 0 reads the first reply (tickets are served in order, and nothing is pending
-            // before it): encoded in parts, see `encode_reply_in_parts`.
-            if ticket == 0 {
-                let (encode_first, rest) = encode_reply_in_parts(batch, output, single_batch)?;
-                reads.pending = rest;
-                drop(reads);
-                drop(turn);
-                return encode_first().map(Some);
-            }
-            // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
-            drop(reads);
-            drop(turn);
-            Ok(Some(encode_batch(batch, output, single_batch).await?))
+            slot.read(ticket, single_batch, output, deadline).await
         })
     }
 
     /// Kills the server cursor if it is still open. Idempotent.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+    pub fn close<'env>(&mut self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        // A first batch never taken is dropped with its buffers now, not when JS collects this.
+        self.first_batch = None;
         let slot = self.slot.clone();
         spawn(env, async move {
             let mut reads = slot.reads.lock().await;

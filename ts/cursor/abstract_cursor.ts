@@ -320,6 +320,9 @@ export abstract class AbstractCursor<TSchema = Document>
         const { cursor, bsonOptions } = await this.openNative(collection)
         this.#native = cursor
         this.#decode = this.batchDecode(bsonOptions)
+        // The first batch came with the cursor: no round trip to the native side for it.
+        const firstBatch = cursor.takeFirstBatch()
+        if (firstBatch) this.#ahead.push(Promise.resolve(firstBatch))
       } catch (error) {
         this.#fail(error)
         throw error
