@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Long, MongoClient as OfficialClient, type Document } from 'mongodb'
 import {
   BSON,
+  type FindCursorOptions,
   isLazyDocument,
   MongoClient,
   MongoCursorExhaustedError,
@@ -113,6 +114,30 @@ describe('findCursor on the real server', () => {
     )
     expect((await cursor.nextBatch())?.length).toBe(53)
     expect(await cursor.nextBatch()).toBeNull()
+  })
+
+  it('without a batchSize, batches hold ~512 KiB once the same find has seen its documents', async () => {
+    const official = drivers.official.db(dbName).collection('large')
+    // 20,040 bytes of BSON each: _id (17), n (7), text (20,011), framing (5).
+    await official.insertMany(Array.from({ length: 100 }, (_, n) => ({ n, text: 'x'.repeat(20_000) })))
+    const batchSizes = async (options: FindCursorOptions) => {
+      const all = { ...options, sort: { n: 1 } } as const
+      const cursor = drivers.rumongo.db(dbName).collection('large').findCursor({}, all)
+      const [sizes, documents]: [number[], Document[]] = [[], []]
+      for (let batch = await cursor.nextBatch(); batch !== null; batch = await cursor.nextBatch()) {
+        sizes.push(batch.length)
+        documents.push(...batch)
+      }
+      expectIdentical(documents, await official.find({}, all).toArray())
+      return sizes
+    }
+    // The first query of a namespace and projection: 2,000 documents per batch.
+    expect(await batchSizes({})).toEqual([100])
+    // Then floor(512 KiB / 20,040 bytes) = 26 documents per batch.
+    expect(await batchSizes({})).toEqual([26, 26, 26, 22])
+    // Another projection has its own size, and a caller's batchSize wins.
+    expect(await batchSizes({ projection: { n: 1 } })).toEqual([100])
+    expect(await batchSizes({ batchSize: 40 })).toEqual([40, 40, 20])
   })
 
   it('a native cursor comes with its first batch, which nextBatch() serves if it was not taken', async () => {

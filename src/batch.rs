@@ -40,6 +40,9 @@ pub struct DocumentBatch {
     /// tape, none (the tape holds what it needs in `extras`).
     pub documents: Buffer,
     pub count: u32,
+    /// The documents' BSON size in bytes (what sizes the next batches of the same query, see
+    /// `ts/cursor/batch_size.ts`).
+    pub document_bytes: u32,
     /// Whether the server cursor has more batches (worth asking for the next one ahead of time).
     pub has_more: bool,
     /// How many of the next batches hold more of the same server reply (a large first reply is
@@ -245,7 +248,6 @@ pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<Doc
 /// Transcodes or tapes the documents where they are; otherwise (lazy and raw outputs, or a batch
 /// the tape refuses) copies them into one contiguous buffer, which JS keeps.
 fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<DocumentBatch> {
-    let count = documents.len() as u32;
     let json_format = match output {
         BatchOutput::RelaxedJson => Some(JsonFormat::Relaxed),
         BatchOutput::PlainJson => Some(JsonFormat::Plain),
@@ -256,7 +258,7 @@ fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Document
         return Ok(DocumentBatch {
             json: Some(json.parts.into_iter().map(Buffer::from).collect()),
             json_deferred: Some(Uint32Array::new(json.deferred)),
-            ..DocumentBatch::of(json.deferred_bson, count)
+            ..DocumentBatch::of(json.deferred_bson, documents)
         });
     }
     if let BatchOutput::Tape = output {
@@ -268,7 +270,7 @@ fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Document
                 latin1: Some(tape.latin1.into()),
                 utf16: Some(tape.utf16.into()),
                 extras: Some(tape.extras.into()),
-                ..DocumentBatch::of(Vec::new(), count)
+                ..DocumentBatch::of(Vec::new(), documents)
             });
         }
     }
@@ -285,16 +287,18 @@ fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Document
     };
     Ok(DocumentBatch {
         lazy_index,
-        ..DocumentBatch::of(bytes, count)
+        ..DocumentBatch::of(bytes, documents)
     })
 }
 
 impl DocumentBatch {
-    /// `count` documents in `documents`, with no other output (yet).
-    fn of(documents: Vec<u8>, count: u32) -> Self {
+    /// A batch of `documents` handing over `bytes` (see `documents`), with no other output (yet).
+    fn of(bytes: Vec<u8>, documents: &[&[u8]]) -> Self {
         DocumentBatch {
-            documents: documents.into(),
-            count,
+            documents: bytes.into(),
+            count: documents.len() as u32,
+            // A reply is at most 48 MB.
+            document_bytes: documents.iter().map(|document| document.len()).sum::<usize>() as u32,
             has_more: false,
             reply_parts_left: 0,
             cursor_id: None,

@@ -14,6 +14,7 @@ import {
   MongoInvalidArgumentError,
 } from '../errors.js'
 import { BatchOutput, type DocumentBatch, type NativeCollection, type NativeCursor } from '../native.cjs'
+import { learnDocumentSize } from './batch_size.js'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
 export interface CursorSource {
@@ -28,26 +29,11 @@ export interface CursorSource {
 type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'failed' | 'closed'
 
 /**
- * Documents per server batch when the caller sets no `batchSize`. The official driver lets the
- * server choose (101 documents, then up to 16 MiB per getMore); batches of this size are decoded
- * while the next one is fetched, keep a streaming cursor's memory at a few small batches, and spare
- * V8's young generation a 16 MiB burst of surviving documents: 1.4x-2.3x faster on 100k-document
- * results here (BENCHMARKS.md).
- */
-export const DEFAULT_BATCH_SIZE = 2000
-
-/**
  * Batches fetched ahead of the one being read when the caller sets no `prefetch`. With 2, Rust
  * encodes batch k+1 while the getMore for k+2 runs and JS builds documents from batch k; with 1,
  * encoding and fetching alternate and JS waits (a 10k-document find: ~1.5x the wall time).
  */
 const DEFAULT_PREFETCH = 2
-
-/** `command` with the default batch size when it sets none (one-batch reads keep the server's). */
-export function withDefaultBatchSize(command: Document): Document {
-  if (command.batchSize !== undefined || command.singleBatch === true || command.limit < 0) return command
-  return { ...command, batchSize: DEFAULT_BATCH_SIZE }
-}
 
 /** Turns one native batch into the items a cursor yields. */
 export type BatchDecode = (batch: DocumentBatch) => unknown[]
@@ -79,6 +65,8 @@ export abstract class AbstractCursor<TSchema = Document>
   #prefetchBatches = DEFAULT_PREFETCH
   #id: Long | undefined = undefined
   #transform: ((document: any) => any) | null = null
+  /** Where the size of this query's documents is learned, until its first documents arrive. */
+  #sizeKey: string | undefined = undefined
   /** The error that failed the cursor (state `failed`). */
   #failure: unknown = undefined
 
@@ -114,10 +102,13 @@ export abstract class AbstractCursor<TSchema = Document>
     if (this.initialized) throw new MongoCursorInUseError()
   }
 
-  /** Runs the cursor-creating command (find / aggregate) and its decode options. */
+  /**
+   * Runs the cursor-creating command (find / aggregate); returns its decode options, and the key
+   * under which its document size is learned (see `batch_size.ts`), if any.
+   */
   protected abstract openNative(
     collection: NativeCollection,
-  ): Promise<{ cursor: NativeCursor; bsonOptions: ResolvedBSONOptions }>
+  ): Promise<{ cursor: NativeCursor; bsonOptions: ResolvedBSONOptions; sizeKey?: string }>
 
   /** What the native cursor prepares from each batch: the tape, or raw BSON when asked for. */
   protected batchOutput(bsonOptions: ResolvedBSONOptions): BatchOutput {
@@ -317,9 +308,10 @@ export abstract class AbstractCursor<TSchema = Document>
       this.#state = 'opening'
       try {
         const collection = await this.#source.nativeCollection()
-        const { cursor, bsonOptions } = await this.openNative(collection)
+        const { cursor, bsonOptions, sizeKey } = await this.openNative(collection)
         this.#native = cursor
         this.#decode = this.batchDecode(bsonOptions)
+        this.#sizeKey = sizeKey
         // The first batch came with the cursor: no round trip to the native side for it.
         const firstBatch = cursor.takeFirstBatch()
         if (firstBatch) this.#ahead.push(Promise.resolve(firstBatch))
@@ -357,6 +349,10 @@ export abstract class AbstractCursor<TSchema = Document>
       // Pipelining: the next getMores and their tapes run in Rust while JS decodes this batch.
       this.#requestAhead(native)
       if (batch.count > 0) {
+        if (this.#sizeKey !== undefined) {
+          learnDocumentSize(this.#sizeKey, batch.count, batch.documentBytes)
+          this.#sizeKey = undefined
+        }
         this.#buffer = this.#decode!(batch)
         this.#position = 0
         return true

@@ -8,7 +8,8 @@ import { describe, toBSON } from '../bson.js'
 import { callNative, MongoInvalidArgumentError } from '../errors.js'
 import type { NativeCollection } from '../native.cjs'
 import { AGGREGATE, isPlainObject, resolveOperationOptions, type AggregateOptions } from '../options.js'
-import { AbstractCursor, withDefaultBatchSize, type CursorSource } from './abstract_cursor.js'
+import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
+import { withDefaultBatchSize } from './batch_size.js'
 
 const WRITE_STAGES = ['$out', '$merge']
 

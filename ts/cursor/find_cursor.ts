@@ -17,7 +17,8 @@ import {
   type Sort,
   type SortDirection,
 } from '../options.js'
-import { AbstractCursor, withDefaultBatchSize, type CursorSource } from './abstract_cursor.js'
+import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
+import { findSizeKey, withDefaultBatchSize } from './batch_size.js'
 
 /** A cursor over the results of a `find`. Set options with the builder methods before reading. */
 export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
@@ -36,11 +37,12 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
   protected override async openNative(collection: NativeCollection) {
     const resolved = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
     const { bson } = resolved
-    const command = withDefaultBatchSize(resolved.command)
+    const sizeKey = findSizeKey(this.namespace, resolved.command.projection)
+    const command = withDefaultBatchSize(resolved.command, sizeKey)
     const cursor = await callNative(() =>
       collection.find(toBSON(this.#filter, bson), toBSON(command, bson), this.batchOutput(bson)),
     )
-    return { cursor, bsonOptions: bson }
+    return { cursor, bsonOptions: bson, sizeKey }
   }
 
   /** A new, unstarted cursor of the same kind (lazy cursors stay lazy) with the same query. */
