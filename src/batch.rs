@@ -66,10 +66,11 @@ pub struct DocumentBatch {
     pub lazy_index: Option<Uint32Array>,
 }
 
-/// Replies up to this size are encoded on the tokio worker that received them (tens of
+/// JSON replies up to this size are transcoded on the tokio worker that received them (tens of
 /// microseconds of work); larger ones on the rayon pool. Handing a small batch to rayon and back
 /// costs two thread wake-ups, which on a lightly loaded (virtual) machine take longer than the
-/// encoding: a 1,000-document find spent most of its time waiting for them.
+/// encoding: a 1,000-document find spent most of its time waiting for them. Also the size of the
+/// parts a cursor's first reply is split into (see `encode_reply_in_parts`).
 const INLINE_ENCODE_BYTES: usize = 128 * 1024;
 
 /// The first part of a reply encoded in parts (see `encode_reply_in_parts`).
@@ -78,10 +79,21 @@ const FIRST_PART_BYTES: usize = 32 * 1024;
 /// A batch being encoded; its sender is dropped only if the encoder stopped.
 pub type PendingBatch = oneshot::Receiver<Result<DocumentBatch>>;
 
-/// Encodes a server reply's batch off the JS thread: on the rayon pool, keeping CPU work off the
-/// tokio workers that serve I/O, unless it is small. `last` says no batch can follow it.
+/// Tapes and lazy indexes of getMore replies up to this size are built on the tokio worker that
+/// received them: the hand-off to rayon and back cost more than it saved (100k-document finds
+/// 6-20% faster without it, BENCHMARKS.md session 8). Larger ones (a caller's large `batchSize`) go
+/// to rayon, so that no tokio worker is busy for more than a few milliseconds.
+const INLINE_TAPE_BYTES: usize = 2 * 1024 * 1024;
+
+/// Encodes a getMore reply off the JS thread, on the tokio worker that received it or on the rayon
+/// pool (a large JSON reply is transcoded in parallel chunks, which a tokio worker would block on).
+/// `last` says no batch can follow it.
 pub async fn encode_batch(batch: RawBatch, output: BatchOutput, last: bool) -> Result<DocumentBatch> {
-    if batch.as_raw_document().as_bytes().len() <= INLINE_ENCODE_BYTES {
+    let inline_limit = match output {
+        BatchOutput::RelaxedJson | BatchOutput::PlainJson => INLINE_ENCODE_BYTES,
+        BatchOutput::Tape | BatchOutput::Raw | BatchOutput::Lazy => INLINE_TAPE_BYTES,
+    };
+    if batch.as_raw_document().as_bytes().len() <= inline_limit {
         return catching_panics(|| encode_reply(&batch, output, last));
     }
     on_rayon(move || encode_reply(&batch, output, last)).await
