@@ -88,6 +88,35 @@ describe('findCursor on the real server', () => {
     },
   )
 
+  it('its for-await iterator serves calls in order, even concurrent ones across batches', async () => {
+    const iterator = ours().findCursor({}, options)[Symbol.asyncIterator]()
+    // Ten calls before the first batch arrived, then 100 across the end of the first batch (97).
+    const first = await Promise.all(Array.from({ length: 10 }, () => iterator.next()))
+    const second = await Promise.all(Array.from({ length: 100 }, () => iterator.next()))
+    expect([...first, ...second].map((result) => result.value?.n)).toEqual(
+      Array.from({ length: 110 }, (_, n) => n),
+    )
+    expect(await iterator.return()).toEqual({ value: undefined, done: true })
+    expect(await iterator.next()).toEqual({ value: undefined, done: true })
+  })
+
+  it('a map() transform that throws ends the for-await with its error and closes the cursor', async () => {
+    const cursor = ours()
+      .findCursor({}, options)
+      .map((document) => {
+        if (document.n === 5) throw new Error('no 5')
+        return document.n as number
+      })
+    const seen: number[] = []
+    await expect(
+      (async () => {
+        for await (const n of cursor) seen.push(n)
+      })(),
+    ).rejects.toThrow('no 5')
+    expect(seen).toEqual([0, 1, 2, 3, 4])
+    expect(cursor.closed).toBe(true)
+  })
+
   it('nextBatch() hands over one server batch at a time, then null', async () => {
     const cursor = ours().findCursor({ n: { $lt: 500 } }, options)
     const sizes: number[] = []

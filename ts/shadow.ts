@@ -9,7 +9,7 @@ import { describe } from './bson.js'
 import type { Collection, Filter, WithId } from './collection.js'
 import { firstDifference, redactValue, typeName, type DifferenceReason } from './compare.js'
 import { MongoInvalidArgumentError } from './errors.js'
-import { iterateAndClose } from './cursor/abstract_cursor.js'
+import { CursorIterator } from './cursor/abstract_cursor.js'
 import type {
   AggregateOptions,
   CountDocumentsOptions,
@@ -335,7 +335,7 @@ export class ShadowCursor<TSchema = Document> implements AsyncIterable<TSchema>,
   }
 
   [Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void> {
-    return iterateAndClose(this)
+    return new CursorIterator(this)
   }
 
   /** Makes the cursor awaitable: resolves to `toArray()`. */
