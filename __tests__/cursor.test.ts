@@ -477,6 +477,26 @@ describe('findCursor read-ahead (replay server, which counts getMores and open c
     },
   )
 
+  it('toArray() keeps 2,000-document batches where a stream of the same find gets ~512 KiB ones', async () => {
+    const getMoresOf = async (read: () => Promise<unknown>) => {
+      const before = await status()
+      await read()
+      return (await status()).getMores - before.getMores
+    }
+    const query = { limit: 10_000 } as const
+    const collect = () => wide().find({}, query).toArray()
+    const stream = async () => {
+      for await (const document of wide().findCursor({}, query)) expect(document).toHaveProperty('n')
+    }
+    // The first run learns the document size (~840 bytes).
+    expect(await getMoresOf(collect)).toBe(4)
+    // ~620 documents per batch: ~16 batches.
+    const streamed = await getMoresOf(stream)
+    expect(streamed).toBeGreaterThanOrEqual(12)
+    expect(streamed).toBeLessThanOrEqual(20)
+    expect(await getMoresOf(collect)).toBe(4)
+  })
+
   it('closing the client kills its open cursors on the server', async () => {
     const before = await status()
     const other = await MongoClient.connect(server.uri)

@@ -65,6 +65,8 @@ export abstract class AbstractCursor<TSchema = Document>
   #prefetchBatches = DEFAULT_PREFETCH
   #id: Long | undefined = undefined
   #transform: ((document: any) => any) | null = null
+  /** Opened by toArray(), which keeps every document (see `collectsAll`). */
+  #collectsAll = false
   /** Where the size of this query's documents is learned, until its first documents arrive. */
   #sizeKey: string | undefined = undefined
   /** The error that failed the cursor (state `failed`). */
@@ -87,6 +89,16 @@ export abstract class AbstractCursor<TSchema = Document>
   /** The server cursor's id once the first batch arrived (`Long(0)` once the server has no more). */
   get id(): Long | undefined {
     return this.#id
+  }
+
+  /**
+   * True when toArray() opens the cursor: its documents all stay alive until the end, so it keeps
+   * 2,000-document batches. Smaller ones (see `batch_size.ts`) leave V8 more idle moments during
+   * the query to run a young-generation collection that copies every document read so far: a
+   * 10k-document find of 822-byte documents took 26-29 ms in 4 of 6 processes, against 15-23 ms.
+   */
+  protected get collectsAll(): boolean {
+    return this.#collectsAll
   }
 
   /** True once the first read has started: options can no longer change. */
@@ -225,6 +237,7 @@ export abstract class AbstractCursor<TSchema = Document>
   async toArray(): Promise<TSchema[]> {
     this.#throwIfFailed()
     if (this.#state === 'closed') return []
+    if (this.#state === 'new') this.#collectsAll = true
     const documents: TSchema[] = []
     do {
       for (const document of this.readBufferedDocuments()) documents.push(document)

@@ -38,7 +38,7 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     const resolved = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
     const { bson } = resolved
     const sizeKey = findSizeKey(this.namespace, resolved.command.projection)
-    const command = withDefaultBatchSize(resolved.command, sizeKey)
+    const command = withDefaultBatchSize(resolved.command, this.collectsAll ? undefined : sizeKey)
     const cursor = await callNative(() =>
       collection.find(toBSON(this.#filter, bson), toBSON(command, bson), this.batchOutput(bson)),
     )
