@@ -495,6 +495,14 @@ describe('findCursor read-ahead (replay server, which counts getMores and open c
     expect(streamed).toBeGreaterThanOrEqual(12)
     expect(streamed).toBeLessThanOrEqual(20)
     expect(await getMoresOf(collect)).toBe(4)
+    // A rewound cursor read as a stream streams.
+    const cursor = wide().find({}, query)
+    expect(await getMoresOf(() => cursor.toArray())).toBe(4)
+    await cursor.rewind()
+    const rewound = await getMoresOf(async () => {
+      for await (const document of cursor) expect(document).toHaveProperty('n')
+    })
+    expect(rewound).toBe(streamed)
   })
 
   it('closing the client kills its open cursors on the server', async () => {

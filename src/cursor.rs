@@ -168,7 +168,7 @@ pub struct NativeCursor {
 impl NativeCursor {
     /// Wraps a cursor the find or aggregate just opened, with its first batch (the first part of
     /// the first reply, no I/O) encoded: JS gets it with the cursor, without one more round trip
-    /// to the runtime (~0.2 ms per query on an idle machine).
+    /// to the runtime (the first document of a 10k find 50-80 µs sooner, BENCHMARKS.md session 8).
     pub async fn open(
         cursor: RawBatchCursor,
         single_batch: bool,

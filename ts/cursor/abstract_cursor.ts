@@ -286,6 +286,7 @@ export abstract class AbstractCursor<TSchema = Document>
   async rewind(): Promise<void> {
     await this.close()
     this.#state = 'new'
+    this.#collectsAll = false
     this.#failure = undefined
     this.#serverHasMore = true
     this.#replyPartsLeft = 0
