@@ -169,6 +169,24 @@ describe('findCursor on the real server', () => {
     expect(await batchSizes({ batchSize: 40 })).toEqual([40, 40, 20])
   })
 
+  it('a projection holding a BigInt reads as with the official driver', async () => {
+    const query = {
+      sort: { n: 1 },
+      limit: 5,
+      projection: { n: 1, tags: { $elemMatch: { $eq: 2n } } },
+    } as const
+    const outcome = (read: Promise<Document[]>) =>
+      read.then(
+        (documents) => ({ documents }),
+        (error: { name: string; code?: number }) => ({ error: [error.name, error.code] }),
+      )
+    const [mine, official] = await Promise.all([
+      outcome(ours().findCursor({}, query).toArray()),
+      outcome(theirs().find({}, query).toArray()),
+    ])
+    expect(mine).toEqual(official)
+  })
+
   it('a native cursor comes with its first batch, which nextBatch() serves if it was not taken', async () => {
     const options = BSON.serialize({ sort: { n: 1 }, batchSize: 97 })
     const client = await NativeClient.connect(uri)

@@ -35,7 +35,9 @@ const DOCUMENT_SIZES_LIMIT = 1024
 
 /** The key under which a find's document size is learned: its namespace and projection. */
 export function findSizeKey(namespace: string, projection: Document | undefined): string {
-  return projection === undefined ? namespace : `${namespace} ${JSON.stringify(projection)}`
+  if (projection === undefined) return namespace
+  // A projection may hold a BigInt (an int64 in an $elemMatch), which JSON.stringify refuses.
+  return `${namespace} ${JSON.stringify(projection, (_, value) => (typeof value === 'bigint' ? `${value}n` : value))}`
 }
 
 /** The batch size for a query with this key when its caller sets none. */
