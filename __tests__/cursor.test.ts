@@ -169,6 +169,16 @@ describe('findCursor on the real server', () => {
     expect(await batchSizes({ batchSize: 40 })).toEqual([40, 40, 20])
   })
 
+  it('a cursor closed while it opens, then rewound, reads its results once', async () => {
+    const filter = { n: { $lt: 150 } }
+    const cursor = ours().findCursor(filter, options)
+    const reading = cursor.next()
+    await cursor.close()
+    expect(await reading).toBeNull()
+    await cursor.rewind()
+    expectIdentical(await cursor.toArray(), await theirs().find(filter, options).toArray())
+  })
+
   it('a projection holding a BigInt reads as with the official driver', async () => {
     const query = {
       sort: { n: 1 },

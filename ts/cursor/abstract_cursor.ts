@@ -325,15 +325,14 @@ export abstract class AbstractCursor<TSchema = Document>
   async #fetchNonEmptyBatch(): Promise<boolean> {
     if (this.#state === 'new') {
       this.#state = 'opening'
+      let cursor: NativeCursor
       try {
         const collection = await this.#source.nativeCollection()
-        const { cursor, bsonOptions, sizeKey } = await this.openNative(collection)
+        const opened = await this.openNative(collection)
+        cursor = opened.cursor
         this.#native = cursor
-        this.#decode = this.batchDecode(bsonOptions)
-        this.#sizeKey = sizeKey
-        // The first batch came with the cursor: no round trip to the native side for it.
-        const firstBatch = cursor.takeFirstBatch()
-        if (firstBatch) this.#ahead.push(Promise.resolve(firstBatch))
+        this.#decode = this.batchDecode(opened.bsonOptions)
+        this.#sizeKey = opened.sizeKey
       } catch (error) {
         this.#fail(error)
         throw error
@@ -341,6 +340,9 @@ export abstract class AbstractCursor<TSchema = Document>
       // close() during the open: kill what was just opened.
       if (this.#state !== 'opening') return false
       this.#state = 'open'
+      // The first batch came with the cursor: no round trip to the native side for it.
+      const firstBatch = cursor.takeFirstBatch()
+      if (firstBatch) this.#ahead.push(Promise.resolve(firstBatch))
     }
     while (this.#state === 'open') {
       const native = this.#native!
