@@ -441,6 +441,9 @@ function checkFunction(method: string, value: unknown): void {
   }
 }
 
+/** What `CursorIterator` reads: any cursor's `next()` and `close()`. */
+type IteratedCursor<T> = { next(): Promise<T | null>; close(): Promise<void> }
+
 /** What a cursor's `takeBuffered` returns when the next document needs `next()`. */
 const NO_DOCUMENT = Symbol('no document')
 
@@ -453,16 +456,13 @@ const NO_DOCUMENT = Symbol('no document')
  * waits behind it.
  */
 export class CursorIterator<T> implements AsyncGenerator<T, void, void> {
-  readonly #cursor: { next(): Promise<T | null>; close(): Promise<void> }
+  readonly #cursor: IteratedCursor<T>
   readonly #takeBuffered: () => T | typeof NO_DOCUMENT
   #done = false
   /** The last call that is still waiting (for a batch, or for the cursor to close). */
   #waiting: Promise<unknown> | null = null
 
-  constructor(
-    cursor: { next(): Promise<T | null>; close(): Promise<void> },
-    takeBuffered: () => T | typeof NO_DOCUMENT = () => NO_DOCUMENT,
-  ) {
+  constructor(cursor: IteratedCursor<T>, takeBuffered: () => T | typeof NO_DOCUMENT = () => NO_DOCUMENT) {
     this.#cursor = cursor
     this.#takeBuffered = takeBuffered
   }

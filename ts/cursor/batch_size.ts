@@ -14,7 +14,7 @@ import type { Document } from 'bson'
  * streaming cursor's memory at a few small batches, and spare V8's young generation a 16 MiB burst
  * of surviving documents: 1.4x-2.3x faster on 100k-document results here (BENCHMARKS.md).
  */
-export const DEFAULT_BATCH_SIZE = 2000
+const DEFAULT_BATCH_SIZE = 2000
 
 /**
  * BSON bytes per batch once the document size is known. Large documents in 2,000-document batches
@@ -41,7 +41,7 @@ export function findSizeKey(namespace: string, projection: Document | undefined)
 }
 
 /** The batch size for a query with this key when its caller sets none. */
-export function batchSizeFor(key: string | undefined): number {
+function batchSizeFor(key: string | undefined): number {
   const bytesPerDocument = key === undefined ? undefined : documentSizes.get(key)
   if (bytesPerDocument === undefined) return DEFAULT_BATCH_SIZE
   const fitting = Math.floor(TARGET_BATCH_BYTES / bytesPerDocument)
