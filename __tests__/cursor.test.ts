@@ -450,6 +450,51 @@ describe('findCursor on the real server', () => {
   })
 })
 
+describe('one-batch results (the small-read path)', () => {
+  // Counts calls into the native cursor: each one is a round trip through the tokio runtime and
+  // back to the JS thread, which is most of a small read's cost on these machines.
+  async function nativeCursorCalls(read: () => Promise<unknown>): Promise<Record<string, number>> {
+    const { NativeCursor } = require('../dist/native.cjs')
+    const counts: Record<string, number> = {}
+    const originals = new Map<string, (...args: unknown[]) => unknown>()
+    for (const name of ['nextBatch', 'close']) {
+      const original = NativeCursor.prototype[name]
+      originals.set(name, original)
+      NativeCursor.prototype[name] = function (this: unknown, ...args: unknown[]) {
+        counts[name] = (counts[name] ?? 0) + 1
+        return original.apply(this, args)
+      }
+    }
+    try {
+      await read()
+    } finally {
+      for (const [name, original] of originals) NativeCursor.prototype[name] = original
+    }
+    return counts
+  }
+
+  it('findOne and a find that fits one batch make no native call after the find', async () => {
+    const collection = ours()
+    const official = theirs()
+    let one: unknown
+    expect(await nativeCursorCalls(async () => (one = await collection.findOne({ n: 7 })))).toEqual({})
+    expect(one).toMatchObject({ n: 7 })
+    expectIdentical(one, await official.findOne({ n: 7 }))
+    let page: unknown
+    const find = () => collection.find({}, { sort: { n: 1 }, limit: 20 }).toArray()
+    expect(await nativeCursorCalls(async () => (page = await find()))).toEqual({})
+    expect(page).toHaveLength(20)
+    expectIdentical(page, await official.find({}, { sort: { n: 1 }, limit: 20 }).toArray())
+    // A cursor closed while the server still has more batches is still killed.
+    const open = collection.find({}, { batchSize: 10 })
+    const calls = await nativeCursorCalls(async () => {
+      expect(await open.next()).not.toBeNull()
+      await open.close()
+    })
+    expect(calls).toMatchObject({ close: 1 })
+  })
+})
+
 describe('findCursor read-ahead (replay server, which counts getMores and open cursors)', () => {
   interface Replay {
     uri: string

@@ -20,7 +20,7 @@ import {
   MongoParseError,
   registerSecrets,
 } from './errors.js'
-import { NativeClient } from './native.cjs'
+import { NativeClient, type NativeCollection } from './native.cjs'
 
 /**
  * Client options: the connection-string options (same names as in the URI and the official
@@ -255,13 +255,19 @@ export class Db {
     name: string,
     options?: CollectionOptions,
   ): Collection<TSchema> {
+    // One native handle per connected native client: a handle per operation would cost every
+    // small read a native call and a wrapped object.
+    let handle: { client: NativeClient; collection: NativeCollection } | undefined
     return new Collection<TSchema>(
       {
         databaseName: this.#name,
         bsonOptions: this.#bsonOptions,
         nativeCollection: async (collection) => {
           const client = await this.#client.nativeClient()
-          return callNativeSync(() => client.collection(this.#name, collection))
+          if (handle?.client !== client) {
+            handle = { client, collection: callNativeSync(() => client.collection(this.#name, collection)) }
+          }
+          return handle.collection
         },
       },
       name,

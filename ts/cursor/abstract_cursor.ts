@@ -279,7 +279,9 @@ export abstract class AbstractCursor<TSchema = Document>
     await wasOpening?.catch(() => false)
     const native = this.#native
     this.#native = null
-    if (native) await callNative(() => native.close())
+    // A drained native cursor has nothing to kill: no round trip to the runtime (findOne, and
+    // every result of one batch, closes its cursor).
+    if (native && this.#serverHasMore) await callNative(() => native.close())
   }
 
   /** Closes the cursor and resets it so the next read runs the query again. */
@@ -365,8 +367,14 @@ export abstract class AbstractCursor<TSchema = Document>
       }
       if (batch.cursorId !== undefined) this.#id = Long.fromBigInt(batch.cursorId)
       this.#replyPartsLeft = batch.replyPartsLeft
-      // Requests made before this batch arrived can only answer null.
-      if (!batch.hasMore) this.#ahead = []
+      // The native cursor is drained (its server cursor too): requests made before this batch
+      // arrived can only answer null, and none is made after it. The first batch comes with the
+      // cursor, not from #request, so this is where a one-batch result learns it (a findOne would
+      // otherwise send two useless nextBatch calls and a close to the native side).
+      if (!batch.hasMore) {
+        this.#ahead = []
+        this.#serverHasMore = false
+      }
       // Pipelining: the next getMores and their tapes run in Rust while JS decodes this batch.
       this.#requestAhead(native)
       if (batch.count > 0) {
