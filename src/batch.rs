@@ -4,12 +4,13 @@ use std::{collections::VecDeque, ops::Range, panic::AssertUnwindSafe, sync::Arc}
 
 use bson::RawArray;
 use mongodb::raw_batch_cursor::RawBatch;
-use napi::bindgen_prelude::{BigInt, Buffer, Float64Array, Uint32Array};
+use napi::bindgen_prelude::{BigInt, Buffer};
 use napi_derive::napi;
 use tokio::sync::oneshot;
 
 use crate::{
     error::{Error, Result},
+    handover::{Bytes, F64s, U32s},
     json::{self, JsonFormat},
     lazy,
     tape::{cstring_end, document_length, Tape},
@@ -34,11 +35,12 @@ pub enum BatchOutput {
 /// One server batch: its documents' BSON back to back and what `BatchOutput` asked for: the same
 /// documents on a tape (unless the batch holds something only js-bson decides on, see `tape.rs`),
 /// or as JSON text.
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct DocumentBatch {
     /// The documents' BSON back to back; with a JSON output, only those in `json_deferred`; with a
     /// tape, none (the tape holds what it needs in `extras`).
-    pub documents: Buffer,
+    #[napi(ts_type = "Buffer")]
+    pub documents: Bytes,
     pub count: u32,
     /// The documents' BSON size in bytes (what sizes the next batches of the same query, see
     /// `ts/cursor/batch_size.ts`).
@@ -51,19 +53,25 @@ pub struct DocumentBatch {
     pub reply_parts_left: u32,
     /// The server cursor's id as of this batch (0 once exhausted); absent for test batches.
     pub cursor_id: Option<BigInt>,
-    pub slots: Option<Float64Array>,
-    pub latin1: Option<Buffer>,
-    pub utf16: Option<Buffer>,
-    pub extras: Option<Buffer>,
+    #[napi(ts_type = "Float64Array")]
+    pub slots: Option<F64s>,
+    #[napi(ts_type = "Buffer")]
+    pub latin1: Option<Bytes>,
+    #[napi(ts_type = "Buffer")]
+    pub utf16: Option<Bytes>,
+    #[napi(ts_type = "Buffer")]
+    pub extras: Option<Bytes>,
     pub shapes: Option<String>,
     /// The documents as JSON, comma-separated, without brackets, in parts to concatenate (a large
     /// batch is transcoded on several threads).
     pub json: Option<Vec<Buffer>>,
     /// Documents JS renders into `json` itself: triples of (offset in the concatenated `json`,
     /// offset and length in `documents`).
-    pub json_deferred: Option<Uint32Array>,
+    #[napi(ts_type = "Uint32Array")]
+    pub json_deferred: Option<U32s>,
     /// Where each document's fields start, and its shape (see `lazy::index_documents`).
-    pub lazy_index: Option<Uint32Array>,
+    #[napi(ts_type = "Uint32Array")]
+    pub lazy_index: Option<U32s>,
 }
 
 /// JSON replies up to this size are transcoded on the tokio worker that received them (tens of
@@ -269,7 +277,7 @@ fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Document
         let json = json::transcode(documents, format);
         return Ok(DocumentBatch {
             json: Some(json.parts.into_iter().map(Buffer::from).collect()),
-            json_deferred: Some(Uint32Array::new(json.deferred)),
+            json_deferred: Some(U32s(json.deferred)),
             ..DocumentBatch::of(json.deferred_bson, documents)
         });
     }
@@ -278,10 +286,12 @@ fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Document
         if let Ok(tape) = Tape::encode(documents) {
             return Ok(DocumentBatch {
                 shapes: Some(tape.shapes_json()),
-                slots: Some(Float64Array::new(tape.slots)),
-                latin1: Some(tape.latin1.into()),
-                utf16: Some(tape.utf16.into()),
-                extras: Some(tape.extras.into()),
+                slots: Some(F64s(tape.slots)),
+                // An empty area stays undefined in JS: a zero-length Buffer costs as much to
+                // create as a small one, and most batches have no UTF-16 text.
+                latin1: non_empty(tape.latin1),
+                utf16: non_empty(tape.utf16),
+                extras: non_empty(tape.extras),
                 ..DocumentBatch::of(Vec::new(), documents)
             });
         }
@@ -294,13 +304,17 @@ fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Document
         bytes.extend_from_slice(document);
     }
     let lazy_index = match output {
-        BatchOutput::Lazy => Some(Uint32Array::new(lazy::index_documents(&bytes, documents.len())?)),
+        BatchOutput::Lazy => Some(U32s(lazy::index_documents(&bytes, documents.len())?)),
         _ => None,
     };
     Ok(DocumentBatch {
         lazy_index,
         ..DocumentBatch::of(bytes, documents)
     })
+}
+
+fn non_empty(bytes: Vec<u8>) -> Option<Bytes> {
+    (!bytes.is_empty()).then(|| bytes.into())
 }
 
 impl DocumentBatch {

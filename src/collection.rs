@@ -47,13 +47,13 @@ impl NativeCollection {
     pub fn find<'env>(
         &self,
         env: &'env Env,
-        filter: Buffer,
-        options: Buffer,
+        filter: &[u8],
+        options: &[u8],
         output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, NativeCursor>> {
         self.ensure_open()?;
-        let filter = document_from_bytes(&filter)?;
-        let mut taken = OperationOptions::from_bytes(&options, "find")?;
+        let filter = document_from_bytes(filter)?;
+        let mut taken = OperationOptions::from_bytes(options, "find")?;
         let mut find = FindOptions::default();
         find.projection = taken.document("projection")?;
         find.sort = taken.document("sort")?;
@@ -100,13 +100,13 @@ impl NativeCollection {
     pub fn aggregate<'env>(
         &self,
         env: &'env Env,
-        pipeline: Buffer,
-        options: Buffer,
+        pipeline: &[u8],
+        options: &[u8],
         output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, NativeCursor>> {
         self.ensure_open()?;
-        let stages = pipeline_from_bytes(&pipeline)?;
-        let mut taken = OperationOptions::from_bytes(&options, "aggregate")?;
+        let stages = pipeline_from_bytes(pipeline)?;
+        let mut taken = OperationOptions::from_bytes(options, "aggregate")?;
         let mut aggregate = AggregateOptions::default();
         aggregate.allow_disk_use = taken.bool("allowDiskUse")?;
         aggregate.batch_size = taken.batch_size()?;
@@ -141,12 +141,12 @@ impl NativeCollection {
     pub fn count_documents<'env>(
         &self,
         env: &'env Env,
-        filter: Buffer,
-        options: Buffer,
+        filter: &[u8],
+        options: &[u8],
     ) -> napi::Result<PromiseRaw<'env, f64>> {
         self.ensure_open()?;
-        let filter = document_from_bytes(&filter)?;
-        let mut taken = OperationOptions::from_bytes(&options, "countDocuments")?;
+        let filter = document_from_bytes(filter)?;
+        let mut taken = OperationOptions::from_bytes(options, "countDocuments")?;
         let mut count = CountOptions::default();
         count.skip = taken.non_negative("skip")?;
         count.limit = taken.non_negative("limit")?;
@@ -171,10 +171,10 @@ impl NativeCollection {
     pub fn estimated_document_count<'env>(
         &self,
         env: &'env Env,
-        options: Buffer,
+        options: &[u8],
     ) -> napi::Result<PromiseRaw<'env, f64>> {
         self.ensure_open()?;
-        let mut taken = OperationOptions::from_bytes(&options, "estimatedDocumentCount")?;
+        let mut taken = OperationOptions::from_bytes(options, "estimatedDocumentCount")?;
         let mut estimate = EstimatedDocumentCountOptions::default();
         estimate.max_time = taken.millis("maxTimeMS")?;
         estimate.comment = taken.any("comment");
@@ -201,12 +201,12 @@ impl NativeCollection {
         &self,
         env: &'env Env,
         key: String,
-        filter: Buffer,
-        options: Buffer,
+        filter: &[u8],
+        options: &[u8],
     ) -> napi::Result<PromiseRaw<'env, Buffer>> {
         self.ensure_open()?;
-        let filter = document_from_bytes(&filter)?;
-        let mut taken = OperationOptions::from_bytes(&options, "distinct")?;
+        let filter = document_from_bytes(filter)?;
+        let mut taken = OperationOptions::from_bytes(options, "distinct")?;
         let mut distinct = DistinctOptions::default();
         distinct.max_time = taken.millis("maxTimeMS")?;
         distinct.collation = taken.collation()?;

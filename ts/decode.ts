@@ -58,11 +58,12 @@ class TapeReader {
   readonly builders: Builder[]
   readonly options: DecoderOptions
 
-  constructor(batch: Required<DocumentBatch>, builders: Builder[], options: DecoderOptions) {
+  constructor(batch: TapeBatch, builders: Builder[], options: DecoderOptions) {
     this.slots = batch.slots
-    this.latin1 = batch.latin1.length > 0 ? batch.latin1.toString('latin1') : ''
-    this.utf16 = batch.utf16.length > 0 ? batch.utf16.toString('utf16le') : ''
-    this.extras = batch.extras
+    // Rust leaves an empty area undefined (src/batch.rs).
+    this.latin1 = batch.latin1 ? batch.latin1.toString('latin1') : ''
+    this.utf16 = batch.utf16 ? batch.utf16.toString('utf16le') : ''
+    this.extras = batch.extras ?? NO_EXTRAS
     this.builders = builders
     this.options = options
   }
@@ -301,7 +302,12 @@ export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
   }
 }
 
-function isTaped(batch: DocumentBatch): batch is Required<DocumentBatch> {
+/** A batch Rust put on a tape: slots and shapes are there; empty text areas are left out. */
+type TapeBatch = DocumentBatch & Required<Pick<DocumentBatch, 'slots' | 'shapes'>>
+
+const NO_EXTRAS = Buffer.alloc(0)
+
+function isTaped(batch: DocumentBatch): batch is TapeBatch {
   return batch.slots != null
 }
 
