@@ -197,7 +197,7 @@ describe('findCursor on the real server', () => {
     expect(mine).toEqual(official)
   })
 
-  it('a native cursor comes with its first batch, which nextBatch() serves if it was not taken', async () => {
+  it('a native find resolves to its first batch, and to a cursor only while the server has more', async () => {
     const options = BSON.serialize({ sort: { n: 1 }, batchSize: 97 })
     const client = await NativeClient.connect(uri)
     // The n of a raw batch's first and last documents (BSON back to back).
@@ -212,16 +212,17 @@ describe('findCursor on the real server', () => {
     }
     try {
       const items = client.collection(dbName, 'items')
-      const taken = await items.find(BSON.serialize({}), options, BatchOutput.Raw)
-      expect(firstNumbers(taken.takeFirstBatch())).toEqual([0, 96])
-      expect(taken.takeFirstBatch()).toBeNull()
-      expect(firstNumbers(await taken.nextBatch())).toEqual([97, 193])
-      await taken.close()
-      const untaken = await items.find(BSON.serialize({}), options, BatchOutput.Raw)
-      expect(firstNumbers(await untaken.nextBatch())).toEqual([0, 96])
-      expect(untaken.takeFirstBatch()).toBeNull()
-      expect(firstNumbers(await untaken.nextBatch())).toEqual([97, 193])
-      await untaken.close()
+      const { firstBatch, cursor } = await items.find(BSON.serialize({}), options, BatchOutput.Raw)
+      expect(firstNumbers(firstBatch)).toEqual([0, 96])
+      expect(firstBatch.hasMore).toBe(true)
+      expect(firstNumbers(await cursor.nextBatch())).toEqual([97, 193])
+      await cursor.close()
+      // One batch holds the whole result: no cursor to read on or to close.
+      const limited = BSON.serialize({ sort: { n: 1 }, limit: 5 })
+      const whole = await items.find(BSON.serialize({}), limited, BatchOutput.Raw)
+      expect(firstNumbers(whole.firstBatch)).toEqual([0, 4])
+      expect(whole.firstBatch.hasMore).toBe(false)
+      expect(whole.cursor).toBeUndefined()
     } finally {
       await client.close()
     }
@@ -233,11 +234,11 @@ describe('findCursor on the real server', () => {
     // The native cursor: the one server reply (all documents, ~200 KiB) as several parts, in order.
     const client = await NativeClient.connect(uri)
     try {
-      const native = await client
+      const { firstBatch, cursor: native } = await client
         .collection(dbName, 'items')
         .find(BSON.serialize({}), BSON.serialize(all), BatchOutput.Raw)
       const parts: { count: number; partsLeft: number; first?: number }[] = []
-      for (let batch = await native.nextBatch(); batch !== null; batch = await native.nextBatch()) {
+      for (let batch = firstBatch; batch !== null; batch = await native.nextBatch()) {
         // The first document's n (a server may end with an empty getMore reply).
         const first = batch.count > 0 ? batch.documents.subarray(0, batch.documents.readInt32LE(0)) : null
         parts.push({
@@ -391,12 +392,11 @@ describe('findCursor on the real server', () => {
     const client = await NativeClient.connect(uri)
     try {
       const collection = client.collection(dbName, 'items')
-      const native = await collection.find(
+      const { firstBatch: first, cursor: native } = await collection.find(
         BSON.serialize({}),
         BSON.serialize({ batchSize: 5 }),
         BatchOutput.Raw,
       )
-      const first = await native.nextBatch()
       const id = Long.fromBigInt(first.cursorId)
       await drivers.official.db(dbName).command({ killCursors: 'items', cursors: [id] })
       await expect(callNative(() => native.nextBatch())).rejects.toBeInstanceOf(MongoServerError)

@@ -15,7 +15,7 @@ use napi_derive::napi;
 use crate::{
     batch::BatchOutput,
     client::ClientState,
-    cursor::NativeCursor,
+    cursor::{NativeCursor, OpenedCursor},
     error::{Error, Result},
     options::{document_from_bytes, OperationOptions},
     task::spawn,
@@ -40,17 +40,17 @@ impl NativeCollection {
 
 #[napi]
 impl NativeCollection {
-    /// Runs `find` and returns its cursor with the first batch buffered.
+    /// Runs `find`; resolves to its first batch and, while the server has more, its cursor.
     /// `filter` and `options` are BSON documents built by the TypeScript layer; `output` says what
     /// each batch is prepared as.
-    #[napi(catch_unwind, ts_return_type = "Promise<NativeCursor>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<OpenedCursor>")]
     pub fn find<'env>(
         &self,
         env: &'env Env,
         filter: &[u8],
         options: &[u8],
         output: BatchOutput,
-    ) -> napi::Result<PromiseRaw<'env, NativeCursor>> {
+    ) -> napi::Result<PromiseRaw<'env, OpenedCursor>> {
         self.ensure_open()?;
         let filter = document_from_bytes(filter)?;
         let mut taken = OperationOptions::from_bytes(options, "find")?;
@@ -96,14 +96,14 @@ impl NativeCollection {
     }
 
     /// Runs `aggregate`; `pipeline` is a BSON document `{ pipeline: [stage, ...] }`.
-    #[napi(catch_unwind, ts_return_type = "Promise<NativeCursor>")]
+    #[napi(catch_unwind, ts_return_type = "Promise<OpenedCursor>")]
     pub fn aggregate<'env>(
         &self,
         env: &'env Env,
         pipeline: &[u8],
         options: &[u8],
         output: BatchOutput,
-    ) -> napi::Result<PromiseRaw<'env, NativeCursor>> {
+    ) -> napi::Result<PromiseRaw<'env, OpenedCursor>> {
         self.ensure_open()?;
         let stages = pipeline_from_bytes(pipeline)?;
         let mut taken = OperationOptions::from_bytes(options, "aggregate")?;

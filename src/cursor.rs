@@ -151,7 +151,17 @@ impl CursorSlot {
     }
 }
 
-/// An open find or aggregate cursor.
+/// What a find or aggregate resolves to: its first batch (the first part of the first reply,
+/// encoded) and, while the server has more, the cursor that reads the rest. A result of one batch
+/// (a `findOne`, a page of 20) comes without a cursor: creating the JS object of a native class,
+/// and finalizing it later, cost more than the rest of the JS side of a small read.
+#[napi(object, object_from_js = false)]
+pub struct OpenedCursor {
+    pub first_batch: Option<DocumentBatch>,
+    pub cursor: Option<NativeCursor>,
+}
+
+/// An open find or aggregate cursor, past its first batch.
 #[napi]
 pub struct NativeCursor {
     slot: Arc<CursorSlot>,
@@ -161,54 +171,43 @@ pub struct NativeCursor {
     output: BatchOutput,
     /// The deadline of its getMores (`timeoutMS`, `socketTimeoutMS`).
     timeout: CursorTimeout,
-    /// The first batch, read and encoded as the cursor opened, until JS takes it.
-    first_batch: Option<DocumentBatch>,
 }
 
 impl NativeCursor {
-    /// Wraps a cursor the find or aggregate just opened, with its first batch (the first part of
-    /// the first reply, no I/O) encoded: JS gets it with the cursor, without one more round trip
-    /// to the runtime (the first document of a 10k find 50-80 µs sooner, BENCHMARKS.md session 8).
+    /// Wraps a cursor the find or aggregate just opened and reads its first batch (the first part
+    /// of the first reply, no I/O), so JS gets it without one more round trip to the runtime (the
+    /// first document of a 10k find 50-80 µs sooner, BENCHMARKS.md session 8).
     pub async fn open(
         cursor: RawBatchCursor,
         single_batch: bool,
         output: BatchOutput,
         client: &ClientState,
         timeout: CursorTimeout,
-    ) -> Result<Self> {
+    ) -> Result<OpenedCursor> {
         let slot = Arc::new(CursorSlot::new(cursor));
         client.track(&slot);
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         let first_batch = slot.read(ticket, single_batch, output, timeout.next()).await?;
-        Ok(Self {
-            slot,
-            single_batch,
-            output,
-            timeout,
+        // Without more batches the driver cursor is drained and dropped already (`read`).
+        let more = first_batch.as_ref().is_some_and(|batch| batch.has_more);
+        Ok(OpenedCursor {
             first_batch,
+            cursor: more.then_some(Self {
+                slot,
+                single_batch,
+                output,
+                timeout,
+            }),
         })
     }
 }
 
 #[napi]
 impl NativeCursor {
-    /// The first batch, encoded as the cursor opened, once; then `null`. `nextBatch` serves it
-    /// too when it was not taken, so batches keep their order either way.
-    #[napi(catch_unwind)]
-    pub fn take_first_batch(&mut self) -> Option<DocumentBatch> {
-        self.first_batch.take()
-    }
-
     /// The next server batch, or `null` once the cursor is exhausted or closed; an error once a read
     /// failed. Calls made before earlier ones resolve get the following batches, in call order.
     #[napi(catch_unwind, ts_return_type = "Promise<DocumentBatch | null>")]
-    pub fn next_batch<'env>(
-        &mut self,
-        env: &'env Env,
-    ) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
-        if let Some(first_batch) = self.first_batch.take() {
-            return spawn(env, async move { Ok(Some(first_batch)) });
-        }
+    pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
         let deadline = self.timeout.next();
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
@@ -219,9 +218,7 @@ impl NativeCursor {
 
     /// Kills the server cursor if it is still open. Idempotent.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
-    pub fn close<'env>(&mut self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        // A first batch never taken is dropped with its buffers now, not when JS collects this.
-        self.first_batch = None;
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let slot = self.slot.clone();
         spawn(env, async move {
             let mut reads = slot.reads.lock().await;

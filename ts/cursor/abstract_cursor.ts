@@ -13,7 +13,13 @@ import {
   MongoCursorInUseError,
   MongoInvalidArgumentError,
 } from '../errors.js'
-import { BatchOutput, type DocumentBatch, type NativeCollection, type NativeCursor } from '../native.cjs'
+import {
+  BatchOutput,
+  type DocumentBatch,
+  type NativeCollection,
+  type NativeCursor,
+  type OpenedCursor,
+} from '../native.cjs'
 import { learnDocumentSize } from './batch_size.js'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
@@ -120,7 +126,7 @@ export abstract class AbstractCursor<TSchema = Document>
    */
   protected abstract openNative(
     collection: NativeCollection,
-  ): Promise<{ cursor: NativeCursor; bsonOptions: ResolvedBSONOptions; sizeKey?: string }>
+  ): Promise<{ opened: OpenedCursor; bsonOptions: ResolvedBSONOptions; sizeKey?: string }>
 
   /** What the native cursor prepares from each batch: the tape, or raw BSON when asked for. */
   protected batchOutput(bsonOptions: ResolvedBSONOptions): BatchOutput {
@@ -327,14 +333,16 @@ export abstract class AbstractCursor<TSchema = Document>
   async #fetchNonEmptyBatch(): Promise<boolean> {
     if (this.#state === 'new') {
       this.#state = 'opening'
-      let cursor: NativeCursor
+      let firstBatch: DocumentBatch | undefined
       try {
         const collection = await this.#source.nativeCollection()
-        const opened = await this.openNative(collection)
-        cursor = opened.cursor
-        this.#native = cursor
-        this.#decode = this.batchDecode(opened.bsonOptions)
-        this.#sizeKey = opened.sizeKey
+        const { opened, bsonOptions, sizeKey } = await this.openNative(collection)
+        // No native cursor: the first batch is the whole result.
+        this.#native = opened.cursor ?? null
+        this.#serverHasMore = this.#native !== null
+        firstBatch = opened.firstBatch
+        this.#decode = this.batchDecode(bsonOptions)
+        this.#sizeKey = sizeKey
       } catch (error) {
         this.#fail(error)
         throw error
@@ -343,14 +351,14 @@ export abstract class AbstractCursor<TSchema = Document>
       if (this.#state !== 'opening') return false
       this.#state = 'open'
       // The first batch came with the cursor: no round trip to the native side for it.
-      const firstBatch = cursor.takeFirstBatch()
       if (firstBatch) this.#ahead.push(Promise.resolve(firstBatch))
     }
     while (this.#state === 'open') {
-      const native = this.#native!
+      const native = this.#native
       if (this.#ahead.length === 0) {
-        // The last batch said so: asking the native cursor would only confirm it.
-        if (!this.#serverHasMore) {
+        // The last batch said so (or the first was the whole result): asking the native cursor
+        // would only confirm it.
+        if (!this.#serverHasMore || native === null) {
           this.#end('exhausted')
           return false
         }
@@ -369,14 +377,13 @@ export abstract class AbstractCursor<TSchema = Document>
       this.#replyPartsLeft = batch.replyPartsLeft
       // The native cursor is drained (its server cursor too): requests made before this batch
       // arrived can only answer null, and none is made after it. The first batch comes with the
-      // cursor, not from #request, so this is where a one-batch result learns it (a findOne would
-      // otherwise send two useless nextBatch calls and a close to the native side).
+      // cursor, not from #request, so this is where a result of several batches learns it.
       if (!batch.hasMore) {
         this.#ahead = []
         this.#serverHasMore = false
       }
       // Pipelining: the next getMores and their tapes run in Rust while JS decodes this batch.
-      this.#requestAhead(native)
+      if (native) this.#requestAhead(native)
       if (batch.count > 0) {
         if (this.#sizeKey !== undefined) {
           learnDocumentSize(this.#sizeKey, batch.count, batch.documentBytes)

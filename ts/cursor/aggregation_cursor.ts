@@ -35,10 +35,10 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
     const { bson } = resolved
     const command = withDefaultBatchSize(resolved.command)
     const pipeline = toBSON({ pipeline: this.#pipeline }, bson)
-    const cursor = await callNative(() =>
+    const opened = await callNative(() =>
       collection.aggregate(pipeline, toBSON(command, bson), this.batchOutput(bson)),
     )
-    return { cursor, bsonOptions: bson }
+    return { opened, bsonOptions: bson }
   }
 
   override clone(): AggregationCursor<TSchema> {

@@ -39,10 +39,10 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     const { bson } = resolved
     const sizeKey = findSizeKey(this.namespace, resolved.command.projection)
     const command = withDefaultBatchSize(resolved.command, this.collectsAll ? undefined : sizeKey)
-    const cursor = await callNative(() =>
+    const opened = await callNative(() =>
       collection.find(toBSON(this.#filter, bson), toBSON(command, bson), this.batchOutput(bson)),
     )
-    return { cursor, bsonOptions: bson, sizeKey }
+    return { opened, bsonOptions: bson, sizeKey }
   }
 
   /** A new, unstarted cursor of the same kind (lazy cursors stay lazy) with the same query. */
