@@ -39,8 +39,9 @@ pub enum BatchOutput {
 pub struct DocumentBatch {
     /// The documents' BSON back to back; with a JSON output, only those in `json_deferred`; with a
     /// tape, none (the tape holds what it needs in `extras`).
+    /// Absent when there are none (a tape batch): see `non_empty`.
     #[napi(ts_type = "Buffer")]
-    pub documents: Bytes,
+    pub documents: Option<Bytes>,
     pub count: u32,
     /// The documents' BSON size in bytes (what sizes the next batches of the same query, see
     /// `ts/cursor/batch_size.ts`).
@@ -321,7 +322,7 @@ impl DocumentBatch {
     /// A batch of `documents` handing over `bytes` (see `documents`), with no other output (yet).
     fn of(bytes: Vec<u8>, documents: &[&[u8]]) -> Self {
         DocumentBatch {
-            documents: bytes.into(),
+            documents: non_empty(bytes),
             count: documents.len() as u32,
             // A reply is at most 48 MB.
             document_bytes: documents.iter().map(|document| document.len()).sum::<usize>() as u32,

@@ -305,6 +305,7 @@ export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
 /** A batch Rust put on a tape: slots and shapes are there; empty text areas are left out. */
 type TapeBatch = DocumentBatch & Required<Pick<DocumentBatch, 'slots' | 'shapes'>>
 
+/** What an area Rust left out reads as. */
 const NO_EXTRAS = Buffer.alloc(0)
 
 function isTaped(batch: DocumentBatch): batch is TapeBatch {
@@ -314,12 +315,14 @@ function isTaped(batch: DocumentBatch): batch is TapeBatch {
 /** The batch through js-bson, as the official driver decodes it (also the source of its errors). */
 function deserializeAll(batch: DocumentBatch, options: DeserializeOptions): Document[] {
   const documents: Document[] = new Array(batch.count)
-  BSON.deserializeStream(batch.documents, 0, batch.count, documents, 0, options)
+  BSON.deserializeStream(batch.documents ?? NO_EXTRAS, 0, batch.count, documents, 0, options)
   return documents
 }
 
 /** `raw: true`: each document as a Buffer view of its BSON. */
-function splitDocuments({ documents, count }: DocumentBatch): Buffer[] {
+function splitDocuments(batch: DocumentBatch): Buffer[] {
+  const { count } = batch
+  const documents = batch.documents ?? NO_EXTRAS
   const result: Buffer[] = new Array(count)
   let offset = 0
   for (let index = 0; index < count; index++) {

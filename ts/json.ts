@@ -130,7 +130,7 @@ function jsonText(batch: DocumentBatch, render: (bytes: Uint8Array) => string): 
     const [at, start, length] = [deferred[index], deferred[index + 1], deferred[index + 2]]
     parts.push(
       text.subarray(copied, at),
-      Buffer.from(render(batch.documents.subarray(start, start + length))),
+      Buffer.from(render(batch.documents!.subarray(start, start + length))),
     )
     copied = at
   }

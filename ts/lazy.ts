@@ -213,7 +213,11 @@ export function createLazyContext(options: ResolvedBSONOptions): LazyContext {
  */
 export function lazyBatchDecoder(options: ResolvedBSONOptions): (batch: DocumentBatch) => LazyDocument[] {
   const context = createLazyContext(options)
-  return ({ documents: bytes, lazyIndex, count }) => {
+  return (batch) => {
+    const { lazyIndex, count } = batch
+    if (count === 0) return []
+    // A batch with documents has their bytes and index.
+    const bytes = batch.documents!
     const index = lazyIndex!
     const shapes: Shape[] = []
     const documents: LazyDocument[] = new Array(count)
