@@ -62,6 +62,23 @@ describe('process lifecycle', () => {
     expect(elapsed).toBeLessThan(5_000)
   })
 
+  it('keeps the process alive while a read is pending, and only then', async () => {
+    // Nothing but the pending reads holds the event loop: the results must still arrive, in the
+    // order their reads were started and settled, and the process must exit once they have.
+    const { lines, elapsed } = await runChild(
+      `const { MongoClient } = require('rumongo')
+       const items = new MongoClient(process.env.MONGODB_URI).db(process.env.DB).collection('items')
+       items.countDocuments({ n: { $lt: 3 } }).then((n) => console.log('count', n))
+       setTimeout(() => {
+         items.findOne({ n: 7 }).then((item) => console.log('found', item.n))
+         items.find({ n: 1 }).toArray().then(() => Promise.reject(new Error('gone'))).catch((e) => console.log(e.message))
+       }, 50)`,
+      'commonjs',
+    )
+    expect(lines.slice().sort()).toEqual(['count 3', 'found 7', 'gone'])
+    expect(elapsed).toBeLessThan(5_000)
+  })
+
   it('after close() nothing keeps the loop alive: the script exits by itself, no socket or timer left', async () => {
     const { lines, exitedAt } = await runChild(
       `const { MongoClient } = require('rumongo')
