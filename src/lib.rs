@@ -7,8 +7,14 @@ mod collection;
 mod cursor;
 mod deadline;
 mod error;
+mod handover;
 mod json;
 mod lazy;
 mod options;
 mod tape;
 mod task;
+
+#[napi_derive::module_init]
+fn init() {
+    task::install_runtime();
+}
