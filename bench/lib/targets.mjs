@@ -8,6 +8,8 @@ import { SEEDED_DATASETS, SEEDED_DOCUMENTS } from './workloads.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const REPLAY_SCRIPT = join(root, 'scripts', 'replay.mjs')
+/** Virtual documents per collection of the replay server. */
+const REPLAY_DOCUMENTS = 1_000_000
 
 /**
  * @typedef {object} Target
@@ -16,6 +18,7 @@ const REPLAY_SCRIPT = join(root, 'scripts', 'replay.mjs')
  * @property {string} description  One line for the report.
  * @property {string} uri
  * @property {string} db
+ * @property {number} docs         Documents per collection.
  * @property {() => Promise<void>} stop
  */
 
@@ -50,13 +53,14 @@ async function startReplayTarget() {
   if (!replayAvailable())
     throw new Error('the replay target needs scripts/replay.mjs, which does not exist yet')
   const { startReplay } = await import(pathToFileURL(REPLAY_SCRIPT).href)
-  const server = await startReplay()
+  const server = await startReplay({ docs: REPLAY_DOCUMENTS })
   return {
     name: 'replay',
     kind: 'replay',
-    description: `replay server (${server.uri}): pre-encoded documents, 1,000,000 virtual docs per collection; wall time is the client's`,
+    description: `replay server (${server.uri}): pre-encoded documents, ${REPLAY_DOCUMENTS.toLocaleString('en-US')} virtual docs per collection; wall time is the client's`,
     uri: server.uri,
     db: 'bench',
+    docs: REPLAY_DOCUMENTS,
     stop: () => server.stop(),
   }
 }
@@ -76,6 +80,7 @@ async function startSeededTarget() {
         'wall time is mostly the server; compare CPU ms and main-thread busy ms',
     uri: server.uri,
     db,
+    docs: SEEDED_DOCUMENTS,
     stop: () => server.stop(),
   }
 }
