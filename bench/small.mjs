@@ -3,7 +3,7 @@
 //
 //   node bench/small.mjs '<cell JSON>'
 //
-// The cell JSON: { target: { uri, db, kind, docs }, queryId, libraryId, concurrency, warmup,
+// The cell JSON: { target: { uri, db, kind, collection, docs }, queryId, libraryId, concurrency, warmup,
 // queries, roundQueries }. The child connects, runs `warmup` queries and replies
 // { type: 'ready', firstQueryUs }; then each { type: 'round' } runs `roundQueries` queries and
 // replies { type: 'round', metrics }; { type: 'close' } closes the client and replies
@@ -17,7 +17,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { expectedRegions, orderId, smallLibraryById, smallQueryById } from './lib/small_reads.mjs'
 
-/** Spreads consecutive queries' _ids over the collection (prime, so coprime with 10^k and 4,000). */
+/** Spreads consecutive queries' _ids over the collection (a prime: coprime with the sizes, 10^k). */
 const ID_STRIDE = 7919
 
 /** Sum of voluntary + involuntary context switches of every thread of this process. */

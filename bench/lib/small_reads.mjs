@@ -14,8 +14,14 @@ import { median } from './report.mjs'
 
 const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..')
 
-/** The collection every small read targets: small flat documents, `n` equal to the index. */
-const COLLECTION = 'orders'
+/** The dataset every small read targets: small flat documents, `n` equal to the index. */
+const DATASET = 'orders'
+/**
+ * The collection of the small reads on a seeded server (devdb, MONGODB_URI), seeded by
+ * targets.mjs: a small one, because the embedded FerretDB's cost per findOne by _id grows with the
+ * collection (measured here: ~1 ms with 100 documents, ~9 ms with 4,000).
+ */
+export const SEEDED_SMALL_READS = { collection: 'orders_small', dataset: DATASET, docs: 100 }
 /** The field of `distinct`. */
 const DISTINCT_FIELD = 'region'
 /** A child that says nothing for this long (warm-up, a round, closing) is killed and reported. */
@@ -46,7 +52,7 @@ export const SMALL_QUERIES = [
  * @property {string} id
  * @property {string} label
  * @property {string[]} queries   The query ids it runs.
- * @property {(target: { uri: string, db: string }) => Promise<{
+ * @property {(target: { uri: string, db: string, collection: string }) => Promise<{
  *   findById: (id: unknown) => Promise<any>,
  *   findPage: (limit: number) => Promise<any[]>,
  *   count?: () => Promise<number>,
@@ -64,10 +70,10 @@ export const SMALL_LIBRARIES = [
     id: 'official',
     label: 'mongodb',
     queries: ALL_QUERIES,
-    async open({ uri, db }) {
+    async open({ uri, db, collection }) {
       const { MongoClient } = await import('mongodb')
       const client = await MongoClient.connect(uri)
-      const orders = client.db(db).collection(COLLECTION)
+      const orders = client.db(db).collection(collection)
       return {
         findById: (id) => orders.findOne({ _id: id }),
         findPage: (limit) => orders.find({}, { sort: SORT_BY_ID, limit }).toArray(),
@@ -81,10 +87,10 @@ export const SMALL_LIBRARIES = [
     id: 'rumongo',
     label: 'rumongo',
     queries: ALL_QUERIES,
-    async open({ uri, db }) {
+    async open({ uri, db, collection }) {
       const { MongoClient } = await import('rumongo')
       const client = await MongoClient.connect(uri)
-      const orders = client.db(db).collection(COLLECTION)
+      const orders = client.db(db).collection(collection)
       return {
         findById: (id) => orders.findOne({ _id: id }),
         findPage: (limit) => orders.find({}, { sort: SORT_BY_ID, limit }).toArray(),
@@ -98,13 +104,13 @@ export const SMALL_LIBRARIES = [
     id: 'mongoose-lean',
     label: 'mongoose .lean()',
     queries: ALL_QUERIES,
-    async open({ uri, db }) {
+    async open({ uri, db, collection }) {
       const { default: mongoose } = await import('mongoose')
       // No autoCreate/autoIndex: the replay server answers reads only.
       const connection = await mongoose
         .createConnection(uri, { dbName: db, autoCreate: false, autoIndex: false })
         .asPromise()
-      const Order = connection.model(COLLECTION, mongooseSchema(mongoose, COLLECTION), COLLECTION)
+      const Order = connection.model(DATASET, mongooseSchema(mongoose, DATASET), collection)
       return {
         findById: (id) => Order.findById(id).lean().exec(),
         findPage: (limit) => Order.find({}).sort(SORT_BY_ID).limit(limit).lean().exec(),
@@ -118,11 +124,11 @@ export const SMALL_LIBRARIES = [
     id: 'rumongo-model',
     label: 'rumongo Model',
     queries: ['findOne-id', 'find-20', 'find-100'],
-    async open({ uri, db }) {
+    async open({ uri, db, collection }) {
       const { Model, MongoClient } = await import('rumongo')
       const client = await MongoClient.connect(uri)
       // Defined once, as an app would; the dataset's fields are its schema.
-      const Order = Model.define(client.db(db).collection(COLLECTION), topLevelFields(COLLECTION))
+      const Order = Model.define(client.db(db).collection(collection), topLevelFields(DATASET))
       return {
         findById: (id) => Order.findById(id).exec(),
         findPage: (limit) => Order.find({}).sort(SORT_BY_ID).limit(limit).exec(),
@@ -142,6 +148,12 @@ export function smallQueryById(id) {
   const query = SMALL_QUERIES.find((candidate) => candidate.id === id)
   if (!query) throw new Error(`no small query ${id}`)
   return query
+}
+
+/** The collection the small reads use on a target, and its number of documents. */
+export function smallReadsCollection(target) {
+  if (target.kind === 'replay') return { collection: DATASET, docs: target.docs }
+  return { collection: SEEDED_SMALL_READS.collection, docs: SEEDED_SMALL_READS.docs }
 }
 
 /** The `_id` of orders document `index` on a target kind ('replay' or 'seeded'). */
@@ -167,10 +179,9 @@ const PLANS = {
     full: { queries: ALL_QUERIES, concurrencies: [1, 32, 256], warmup: 2000, rounds: 3, roundQueries: 2500 },
     quick: { queries: ALL_QUERIES, concurrencies: [1, 32, 256], warmup: 300, rounds: 3, roundQueries: 600 },
   },
-  // The embedded FerretDB answered ~100 findOne by _id per second here (~10 ms each): few queries.
   seeded: {
-    full: { queries: ['findOne-id'], concurrencies: [1, 32], warmup: 200, rounds: 3, roundQueries: 300 },
-    quick: { queries: ['findOne-id'], concurrencies: [1, 32], warmup: 100, rounds: 3, roundQueries: 200 },
+    full: { queries: ['findOne-id'], concurrencies: [1, 32], warmup: 500, rounds: 3, roundQueries: 1000 },
+    quick: { queries: ['findOne-id'], concurrencies: [1, 32], warmup: 200, rounds: 3, roundQueries: 300 },
   },
 }
 
@@ -324,7 +335,7 @@ async function measureGroup(target, plan, query, concurrency, group, progress) {
   }
   for (const entry of group) {
     entry.cell = new SmallCell({
-      target: { uri: target.uri, db: target.db, kind: target.kind, docs: target.docs },
+      target: { uri: target.uri, db: target.db, kind: target.kind, ...smallReadsCollection(target) },
       queryId: query.id,
       libraryId: entry.library.id,
       concurrency,
@@ -427,7 +438,8 @@ export function smallReadsSection(target, rows, quick) {
   return [
     `## Small reads: ${target.name}`,
     '',
-    `${target.description}. Collection \`${COLLECTION}\`; per cell: ${plan.warmup} warm-up queries, then ` +
+    `${target.description}. Collection \`${smallReadsCollection(target).collection}\` ` +
+      `(${smallReadsCollection(target).docs.toLocaleString('en-US')} documents); per cell: ${plan.warmup} warm-up queries, then ` +
       `${plan.rounds} rounds of ${plan.roundQueries} queries (libraries alternating round by round), medians of the rounds. ` +
       'Ratios: queries/s over the official driver (higher is faster), CPU and p99 over the official driver (lower is better).',
     '',
