@@ -8,13 +8,15 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   BSON,
+  Double,
+  Int32,
   Long,
   MongoClient as OfficialClient,
   ObjectId,
   type CommandStartedEvent,
   type Document,
 } from 'mongodb'
-import { MongoClient } from 'rumongo'
+import { Model, MongoClient } from 'rumongo'
 // @ts-expect-error: a plain ESM script without types
 import { startReplay } from '../scripts/replay.mjs'
 import { expectIdentical } from './setup/helpers.js'
@@ -346,6 +348,189 @@ describe('cursor options', () => {
   })
 })
 
+// The answers the small-reads benchmark needs (bench/small.mjs), exact as mongod gives them: the
+// official driver's results are checked against the documents' definition, rumongo's against the
+// official driver's.
+describe('small reads: _id equality, countDocuments, distinct', () => {
+  const orders = () => bench().collection('orders')
+  const rumongoOrders = () => rumongo.db('bench').collection('orders')
+  const objectId = (index: number) => new ObjectId(idFor(index))
+  /** A generated-looking _id past the collection's end, and an ObjectId of another shape. */
+  const missing = [
+    objectId(DOCS),
+    objectId(2 ** 40),
+    new ObjectId('65000001' + '0'.repeat(16)),
+    new ObjectId(),
+  ]
+
+  it('findOne({ _id }): the document with that _id, on every dataset; null when none has it', async () => {
+    for (const [name, check] of [
+      ['orders', checkOrder],
+      ['wide45', checkWide45],
+      ['tweets', checkTweet],
+    ] as const) {
+      for (const index of [0, 1, 4199, 4200, 12_345, DOCS - 1]) {
+        const found = await bench()
+          .collection(name)
+          .findOne({ _id: objectId(index) })
+        expect(problems([found!], index, check)).toEqual([])
+        // The same bytes as the document read in _id order.
+        const [inOrder] = await bench().collection(name).find({}, { skip: index, limit: 1 }).toArray()
+        expectIdentical(found, inOrder)
+        expectIdentical(
+          await rumongo
+            .db('bench')
+            .collection(name)
+            .findOne({ _id: objectId(index) }),
+          found,
+        )
+      }
+    }
+    for (const id of missing) {
+      expect(await orders().findOne({ _id: id })).toBeNull()
+      expect(await rumongoOrders().findOne({ _id: id })).toBeNull()
+    }
+    expect(
+      await bench()
+        .collection('absent')
+        .findOne({ _id: objectId(3) }),
+    ).toBeNull()
+  })
+
+  it('find({ _id }): an empty first batch with cursor id 0 when nothing matches', async () => {
+    const reply = await bench().command({ find: 'orders', filter: { _id: objectId(DOCS + 7) } })
+    expect(reply.cursor.firstBatch).toEqual([])
+    expect(reply.cursor.id).toBe(0)
+    const one = await bench().command({ find: 'orders', filter: { _id: objectId(77) } })
+    expect(one.cursor.firstBatch.map((doc: Document) => doc.n)).toEqual([77])
+    expect(one.cursor.id).toBe(0)
+  })
+
+  it('find({ _id }) with projection, skip, limit, batchSize and singleBatch applied as for {}', async () => {
+    const id = objectId(9001)
+    const projection = { region: 1, total: 1 }
+    const [full] = await orders().find({ _id: id }).toArray()
+    const projected = await orders().find({ _id: id }, { projection }).toArray()
+    expect(projected).toEqual([{ _id: id, region: full!.region, total: full!.total }])
+    expect(keys(projected[0])).toBe('_id,region,total')
+    expect(
+      await orders()
+        .find({ _id: id }, { projection: { _id: 0, n: 1 } })
+        .toArray(),
+    ).toEqual([{ n: 9001 }])
+    expect(await orders().find({ _id: id }, { skip: 1 }).toArray()).toEqual([])
+    expect(
+      await orders()
+        .find({ _id: id }, { limit: 5, sort: { _id: 1 } })
+        .toArray(),
+    ).toEqual([full])
+    const empty = await bench().command({ find: 'orders', filter: { _id: id }, batchSize: 0 })
+    expect(empty.cursor.firstBatch).toEqual([])
+    const next = await bench().command({ getMore: Long.fromValue(empty.cursor.id), collection: 'orders' })
+    expect(next.cursor.nextBatch).toEqual([full])
+    expect(next.cursor.id).toBe(0)
+    const single = await bench().command({ find: 'orders', filter: { _id: id }, singleBatch: true, limit: 1 })
+    expect(single.cursor.firstBatch).toEqual([full])
+    expect(single.cursor.id).toBe(0)
+    const options = { projection, skip: 0, limit: 3 }
+    expectIdentical(await rumongoOrders().find({ _id: id }, options), projected)
+  })
+
+  it('rumongo Model.findById: the same document as the official findOne', async () => {
+    const Order = Model.define(rumongoOrders(), ['_id', 'n', 'status', 'region', 'total', 'at', 'customer'])
+    for (const index of [0, 4321, DOCS - 1]) {
+      expectIdentical(await Order.findById(objectId(index)), await orders().findOne({ _id: objectId(index) }))
+    }
+    expect(await Order.findById(objectId(DOCS))).toBeNull()
+  })
+
+  it('countDocuments: the $group count, with $skip and $limit; no document when the count is 0', async () => {
+    const cases = [
+      [{}, {}, DOCS],
+      [{}, { skip: 100 }, DOCS - 100],
+      [{}, { limit: 50 }, 50],
+      [{}, { skip: DOCS - 20, limit: 50 }, 20],
+      [{}, { skip: DOCS + 1 }, 0],
+      [{ _id: objectId(5) }, {}, 1],
+      [{ _id: objectId(5) }, { skip: 1 }, 0],
+      [{ _id: objectId(DOCS) }, {}, 0],
+    ] as const
+    for (const [filter, options, count] of cases) {
+      expect(await orders().countDocuments(filter, options)).toBe(count)
+      expect(await rumongoOrders().countDocuments(filter, options)).toBe(count)
+    }
+    const pipeline = (...stages: Document[]) => [
+      { $match: {} },
+      ...stages,
+      { $group: { _id: 1, n: { $sum: 1 } } },
+    ]
+    expectIdentical(await orders().aggregate(pipeline()).toArray(), [{ _id: 1, n: DOCS }])
+    expectIdentical(
+      await orders()
+        .aggregate(pipeline({ $limit: 3 }, { $skip: 1 }))
+        .toArray(),
+      [{ _id: 1, n: 2 }],
+    )
+    expect(
+      await orders()
+        .aggregate(pipeline({ $skip: DOCS }))
+        .toArray(),
+    ).toEqual([])
+    expect(await bench().collection('absent').aggregate(pipeline()).toArray()).toEqual([])
+    // The sum has the type of the summed constant (an int32 one widens to int64 past 2^31), and _id
+    // is the constant given, as in mongod.
+    const typed = async (id: unknown, one: unknown) =>
+      await orders()
+        .aggregate([{ $group: { _id: id, total: { $sum: one } } }], { promoteValues: false })
+        .toArray()
+    expectIdentical(await typed(1, 1), [{ _id: new Int32(1), total: new Int32(DOCS) }])
+    expectIdentical(await typed(null, Long.fromNumber(1)), [{ _id: null, total: Long.fromNumber(DOCS) }])
+    expectIdentical(await typed(new Double(2), new Double(1)), [
+      { _id: new Double(2), total: new Double(DOCS) },
+    ])
+    // The counted document can wait for a getMore like any other.
+    const empty = await bench().command({
+      aggregate: 'orders',
+      pipeline: pipeline(),
+      cursor: { batchSize: 0 },
+    })
+    expect(empty.cursor.firstBatch).toEqual([])
+    const next = await bench().command({ getMore: Long.fromValue(empty.cursor.id), collection: 'orders' })
+    expect(next.cursor.nextBatch).toEqual([{ _id: 1, n: DOCS }])
+  })
+
+  it('distinct on orders: status and region, sorted as mongod sorts them', async () => {
+    expect(await orders().distinct('region')).toEqual(['apac', 'eu', 'latam', 'us'])
+    expect(await orders().distinct('status')).toEqual(['paid', 'pending', 'refunded'])
+    // Document 5: region us (5 % 4 = 1), status refunded (5 % 3 = 2).
+    expect(await orders().distinct('region', { _id: objectId(5) })).toEqual(['us'])
+    expect(await orders().distinct('status', { _id: objectId(5) })).toEqual(['refunded'])
+    expect(await orders().distinct('status', { _id: objectId(DOCS) })).toEqual([])
+    expect(await bench().collection('absent').distinct('region')).toEqual([])
+    for (const [key, filter] of [
+      ['region', {}],
+      ['status', {}],
+      ['region', { _id: objectId(6) }],
+    ] as const) {
+      expectIdentical(await rumongoOrders().distinct(key, filter), await orders().distinct(key, filter))
+    }
+  })
+
+  it('a replay server of 3 documents: distinct holds only the values present', async () => {
+    const small = await startReplay({ docs: 3 })
+    const client = await OfficialClient.connect(small.uri)
+    try {
+      const collection = client.db('bench').collection('orders')
+      expect(await collection.distinct('region')).toEqual(['apac', 'eu', 'us'])
+      expect(await collection.countDocuments()).toBe(3)
+      expect(await collection.findOne({ _id: objectId(3) })).toBeNull()
+    } finally {
+      await client.close()
+      await small.stop()
+    }
+  })
+})
+
 describe('errors', () => {
   it('an unknown command: CommandNotFound (59)', async () => {
     await expect(bench().command({ frobnicate: 1 })).rejects.toMatchObject({
@@ -365,7 +550,27 @@ describe('errors', () => {
       badValue,
     )
     await expect(wide45.aggregate([{ $sort: { n: 1 } }]).toArray()).rejects.toMatchObject(badValue)
-    await expect(wide45.countDocuments()).rejects.toMatchObject(badValue)
+    await expect(wide45.countDocuments({ n: 5 })).rejects.toMatchObject(badValue)
+    await expect(wide45.find({ _id: idFor(5) }).toArray()).rejects.toMatchObject(badValue)
+    await expect(wide45.find({ _id: new ObjectId(idFor(5)), n: 5 }).toArray()).rejects.toMatchObject(badValue)
+    await expect(wide45.find({ _id: { $gt: new ObjectId(idFor(5)) } }).toArray()).rejects.toMatchObject(
+      badValue,
+    )
+    await expect(wide45.distinct('s01')).rejects.toMatchObject(badValue)
+    await expect(bench().collection('orders').distinct('total')).rejects.toMatchObject(badValue)
+    await expect(
+      bench()
+        .collection('orders')
+        .distinct('region', {}, { collation: { locale: 'fr' } }),
+    ).rejects.toMatchObject(badValue)
+    const group = (stage: Document) => wide45.aggregate([{ $group: stage }]).toArray()
+    await expect(group({ _id: '$n', n: { $sum: 1 } })).rejects.toMatchObject(badValue)
+    await expect(group({ _id: 1, n: { $sum: 2 } })).rejects.toMatchObject(badValue)
+    await expect(group({ _id: 1, n: { $sum: '$n' } })).rejects.toMatchObject(badValue)
+    await expect(group({ _id: 1, n: { $avg: 1 } })).rejects.toMatchObject(badValue)
+    await expect(
+      wide45.aggregate([{ $group: { _id: 1, n: { $sum: 1 } } }, { $limit: 1 }]).toArray(),
+    ).rejects.toMatchObject(badValue)
     await expect(rumongo.db('bench').collection('wide45').find({ n: 5 }).toArray()).rejects.toMatchObject(
       badValue,
     )
@@ -498,6 +703,12 @@ describe('--load', () => {
       await expect(collection.find({}, { projection: { text: 1 } }).toArray()).rejects.toMatchObject({
         code: 2,
       })
+      // Its documents are not known by index: _id equality and distinct stay refused.
+      const id = new ObjectId('0123456789abcdef01234567')
+      await expect(collection.findOne({ _id: id })).rejects.toMatchObject({ code: 2 })
+      await expect(collection.countDocuments({ _id: id })).rejects.toMatchObject({ code: 2 })
+      await expect(collection.distinct('text')).rejects.toMatchObject({ code: 2 })
+      expect(await collection.countDocuments()).toBe(2)
     } finally {
       await client.close()
       await loaded.stop()

@@ -1,5 +1,6 @@
 // `npm run bench`: the side-by-side benchmark suite. Runs every cell (target x workload x N x path)
-// in its own child process (bench/cell.mjs), then the decode micro bench (bench/decode.mjs), prints
+// in its own child process (bench/cell.mjs), the small reads of each target (bench/small.mjs, see
+// bench/lib/small_reads.mjs), then the decode micro bench (bench/decode.mjs), prints
 // a markdown table per target and writes bench/results/<date-time>.md (kept) and .json (raw data).
 //
 //   node bench/run.mjs [--quick] [--target replay|devdb|all] [--filter <substring>]
@@ -20,6 +21,7 @@ import {
   markdownTable,
   summarizeRuns,
 } from './lib/report.mjs'
+import { measureSmallReads, smallReadsSection } from './lib/small_reads.mjs'
 import { chooseTargets, startTarget } from './lib/targets.mjs'
 import { planFor, queryFor } from './lib/workloads.mjs'
 
@@ -174,7 +176,10 @@ async function runTarget(name, options, { progress, publish }) {
   try {
     const rows = await measureTarget(target, options, progress)
     const result = { name, description: target.description, rows }
-    publish(targetSection(result))
+    // A filter that selects none of the target's cells (e.g. --filter small) leaves out its table.
+    if (rows.length > 0 || !options.filter) publish(targetSection(result))
+    result.smallReads = await measureSmallReads(target, options, progress)
+    if (result.smallReads.length > 0) publish(smallReadsSection(target, result.smallReads, options.quick))
     const decoding =
       options.decode && name === 'replay' ? await measureDecoding(options, target, progress) : undefined
     return { result, decoding }
@@ -240,7 +245,7 @@ async function main() {
 
   const raw = { mode, machine, addon: profile, features: [...features], targets, decoding: decoding?.data }
   progress(`results written to ${writeResults(machine, sections, raw)}`)
-  const rows = targets.flatMap((target) => target.rows)
+  const rows = targets.flatMap((target) => [...target.rows, ...(target.smallReads ?? [])])
   const failedCells = rows.filter((row) => row.error).length
   if (failedCells > 0) progress(`${failedCells} cell(s) FAILED`)
   if (distFingerprint() !== startFingerprint) {

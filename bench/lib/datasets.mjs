@@ -61,6 +61,11 @@ export function objectIdFor(n) {
   return new ObjectId((0x6600000000000000n + BigInt(n)).toString(16).padStart(24, '0'))
 }
 
+/** The `_id` of the replay server's document `index`: 65000000, then the index as 16 hex digits. */
+export function replayObjectId(index) {
+  return new ObjectId(`65000000${index.toString(16).padStart(16, '0')}`)
+}
+
 /** A cheap deterministic hash of (n, salt) in [0, 2^32). */
 function mix(n, salt) {
   let x = Math.imul(n ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(salt + 1, 0xc2b2ae35)

@@ -4,10 +4,13 @@ import { existsSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { GENERATORS } from './datasets.mjs'
+import { SEEDED_SMALL_READS } from './small_reads.mjs'
 import { SEEDED_DATASETS, SEEDED_DOCUMENTS } from './workloads.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const REPLAY_SCRIPT = join(root, 'scripts', 'replay.mjs')
+/** Virtual documents per collection of the replay server. */
+const REPLAY_DOCUMENTS = 1_000_000
 
 /**
  * @typedef {object} Target
@@ -16,6 +19,7 @@ const REPLAY_SCRIPT = join(root, 'scripts', 'replay.mjs')
  * @property {string} description  One line for the report.
  * @property {string} uri
  * @property {string} db
+ * @property {number} docs         Documents per collection.
  * @property {() => Promise<void>} stop
  */
 
@@ -50,13 +54,14 @@ async function startReplayTarget() {
   if (!replayAvailable())
     throw new Error('the replay target needs scripts/replay.mjs, which does not exist yet')
   const { startReplay } = await import(pathToFileURL(REPLAY_SCRIPT).href)
-  const server = await startReplay()
+  const server = await startReplay({ docs: REPLAY_DOCUMENTS })
   return {
     name: 'replay',
     kind: 'replay',
-    description: `replay server (${server.uri}): pre-encoded documents, 1,000,000 virtual docs per collection; wall time is the client's`,
+    description: `replay server (${server.uri}): pre-encoded documents, ${REPLAY_DOCUMENTS.toLocaleString('en-US')} virtual docs per collection; wall time is the client's`,
     uri: server.uri,
     db: 'bench',
+    docs: REPLAY_DOCUMENTS,
     stop: () => server.stop(),
   }
 }
@@ -76,6 +81,7 @@ async function startSeededTarget() {
         'wall time is mostly the server; compare CPU ms and main-thread busy ms',
     uri: server.uri,
     db,
+    docs: SEEDED_DOCUMENTS,
     stop: () => server.stop(),
   }
 }
@@ -85,23 +91,29 @@ async function startDevdbServer() {
   return startDevdb()
 }
 
-/** Inserts SEEDED_DOCUMENTS generated documents per dataset, unless they are there already. */
+/** The seeded collections: SEEDED_DOCUMENTS per dataset, and the small reads' own. */
+const SEEDED_COLLECTIONS = [
+  ...SEEDED_DATASETS.map((dataset) => ({ collection: dataset, dataset, docs: SEEDED_DOCUMENTS })),
+  SEEDED_SMALL_READS,
+]
+
+/** Inserts the generated documents of every seeded collection, unless they are there already. */
 async function seed(uri, dbName) {
   const { MongoClient } = await import('mongodb')
   const client = await MongoClient.connect(uri)
   try {
-    for (const dataset of SEEDED_DATASETS) {
-      const collection = client.db(dbName).collection(dataset)
-      const last = await collection.findOne({ n: SEEDED_DOCUMENTS - 1 })
-      if ((await collection.countDocuments()) === SEEDED_DOCUMENTS && last !== null) continue
+    for (const { collection: name, dataset, docs } of SEEDED_COLLECTIONS) {
+      const collection = client.db(dbName).collection(name)
+      const last = await collection.findOne({ n: docs - 1 })
+      if ((await collection.countDocuments()) === docs && last !== null) continue
       const started = performance.now()
       await collection.drop().catch(() => {})
-      for (let from = 0; from < SEEDED_DOCUMENTS; from += 1000) {
-        const count = Math.min(1000, SEEDED_DOCUMENTS - from)
+      for (let from = 0; from < docs; from += 1000) {
+        const count = Math.min(1000, docs - from)
         await collection.insertMany(Array.from({ length: count }, (_, i) => GENERATORS[dataset](from + i)))
       }
       console.error(
-        `bench: seeded ${dbName}.${dataset} with ${SEEDED_DOCUMENTS} docs in ${Math.round(performance.now() - started)} ms`,
+        `bench: seeded ${dbName}.${name} with ${docs} docs in ${Math.round(performance.now() - started)} ms`,
       )
     }
   } finally {

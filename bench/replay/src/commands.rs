@@ -2,14 +2,16 @@
 //! mongod's batching rules. Anything this server cannot answer exactly is refused (BadValue),
 //! never answered approximately.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Range;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bson::raw::cstr;
+use bson::raw::{cstr, CStr};
 use bson::{rawdoc, DateTime, RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 
 use crate::datasets::{Collection, Pool, Projection};
+use crate::generate::{index_of_object_id, label, LABEL_PERIOD};
 use crate::wire::{
     begin_document, begin_element, end_document, ELEMENT_ARRAY, ELEMENT_DOCUMENT, ELEMENT_DOUBLE,
     ELEMENT_INT64, ELEMENT_STRING, MAX_MESSAGE_BYTES,
@@ -52,13 +54,96 @@ fn bad_value(message: impl Into<String>) -> CommandError {
     }
 }
 
-/// What a find or aggregate reads: documents `skip..skip + limit` of a collection.
+/// What a supported filter selects.
+#[derive(Clone, Copy)]
+enum Filter {
+    /// `{}`: every document.
+    All,
+    /// `{ _id: <ObjectId> }`: the document of this index, or none when the ObjectId is not a
+    /// generated `_id` (only generated collections know their documents' indexes).
+    Id(Option<u64>),
+}
+
+/// The documents a read selects, by index (natural order is `_id` order): `start..end`, where
+/// `end` may run past the collection's end until [`Window::within`] clamps it. Filters, skips and
+/// limits narrow it in the order they apply.
+#[derive(Clone, Copy)]
+struct Window {
+    start: u64,
+    end: u64,
+}
+
+impl Window {
+    const ALL: Window = Window {
+        start: 0,
+        end: u64::MAX,
+    };
+
+    fn new(start: u64, end: u64) -> Window {
+        Window {
+            start: start.min(end),
+            end,
+        }
+    }
+
+    fn filter(self, filter: Filter) -> Window {
+        match filter {
+            Filter::All => self,
+            Filter::Id(Some(index)) => {
+                Window::new(self.start.max(index), self.end.min(index.saturating_add(1)))
+            }
+            Filter::Id(None) => Window::new(self.end, self.end),
+        }
+    }
+
+    fn skip(self, count: u64) -> Window {
+        Window::new(self.start.saturating_add(count), self.end)
+    }
+
+    fn limit(self, count: u64) -> Window {
+        Window::new(self.start, self.end.min(self.start.saturating_add(count)))
+    }
+
+    /// The indexes selected in a collection of `count` documents.
+    fn within(self, count: u64) -> Range<u64> {
+        let end = self.end.min(count);
+        self.start.min(end)..end
+    }
+}
+
+/// `{ $group: { _id: <constant>, <name>: { $sum: <one> } } }`, what countDocuments sends: one
+/// document `{ _id, <name>: <count> }`, and none when there is nothing to count, as in mongod.
+struct CountStage<'a> {
+    id: RawBsonRef<'a>,
+    name: &'a CStr,
+    /// `1` as an int32, int64 or double: the sum has that type (an int32 sum widens to int64).
+    one: RawBsonRef<'a>,
+}
+
+impl CountStage<'_> {
+    /// The stage's one output document for `count` input documents.
+    fn result(&self, count: u64) -> RawDocumentBuf {
+        let sum = match self.one {
+            RawBsonRef::Int32(_) => i32::try_from(count).map_or(RawBson::Int64(count as i64), RawBson::Int32),
+            RawBsonRef::Int64(_) => RawBson::Int64(count as i64),
+            _ => RawBson::Double(count as f64),
+        };
+        let mut document = RawDocumentBuf::new();
+        document.append(cstr!("_id"), self.id);
+        document.append(self.name, sum);
+        document
+    }
+}
+
+/// What a find or aggregate reads: the documents of `window` in a collection.
 struct Read<'a> {
     collection: &'a str,
-    skip: u64,
-    /// `None`: to the end.
-    limit: Option<u64>,
+    window: Window,
+    /// The window was narrowed by an `_id` filter: a loaded collection cannot answer it.
+    by_id: bool,
     projection: Option<Projection>,
+    /// Count the selected documents instead of returning them.
+    count: Option<CountStage<'a>>,
     first_batch: u64,
     /// Close the cursor after the first batch.
     single_batch: bool,
@@ -68,12 +153,18 @@ impl Read<'_> {
     fn new() -> Self {
         Read {
             collection: "",
-            skip: 0,
-            limit: None,
+            window: Window::ALL,
+            by_id: false,
             projection: None,
+            count: None,
             first_batch: DEFAULT_FIRST_BATCH,
             single_batch: false,
         }
+    }
+
+    fn filter(&mut self, filter: Filter) {
+        self.window = self.window.filter(filter);
+        self.by_id |= matches!(filter, Filter::Id(_));
     }
 }
 
@@ -194,14 +285,43 @@ fn string<'a>(key: &str, value: RawBsonRef<'a>) -> Result<&'a str, CommandError>
         .ok_or_else(|| bad_value(format!("'{key}' must be a string")))
 }
 
-/// Only the empty filter is supported: every document matches.
-fn empty_filter(key: &str, value: RawBsonRef) -> Result<(), CommandError> {
-    if document(key, value)?.is_empty() {
-        Ok(())
+/// The filters this server answers exactly: `{}` and `{ _id: <ObjectId> }`.
+fn filter(key: &str, value: RawBsonRef) -> Result<Filter, CommandError> {
+    let mut fields = document(key, value)?.iter();
+    match (fields.next(), fields.next()) {
+        (None, _) => Ok(Filter::All),
+        (Some(Ok((field, RawBsonRef::ObjectId(id)))), None) if field.as_str() == "_id" => {
+            Ok(Filter::Id(index_of_object_id(id.bytes())))
+        }
+        _ => Err(bad_value(format!(
+            "unsupported {key}: only {{}} and {{ _id: <ObjectId> }} are supported"
+        ))),
+    }
+}
+
+/// The `$group` of countDocuments' pipeline; anything else is refused.
+fn count_stage(argument: RawBsonRef) -> Result<CountStage, CommandError> {
+    let unsupported =
+        || bad_value("unsupported $group: only { _id: <number or null>, <field>: { $sum: 1 } } is supported");
+    let mut fields = document("$group", argument)?.iter();
+    let (Some(Ok((id_key, id))), Some(Ok((name, accumulator))), None) =
+        (fields.next(), fields.next(), fields.next())
+    else {
+        return Err(unsupported());
+    };
+    let mut operators = accumulator.as_document().into_iter().flat_map(RawDocument::iter);
+    let (Some(Ok((operator, one))), None) = (operators.next(), operators.next()) else {
+        return Err(unsupported());
+    };
+    let constant_id = matches!(
+        id,
+        RawBsonRef::Int32(_) | RawBsonRef::Int64(_) | RawBsonRef::Double(_) | RawBsonRef::Null
+    );
+    let plain_name = !name.as_str().starts_with('$') && !name.as_str().contains('.');
+    if id_key.as_str() == "_id" && constant_id && plain_name && operator.as_str() == "$sum" && is_one(one) {
+        Ok(CountStage { id, name, one })
     } else {
-        Err(bad_value(format!(
-            "unsupported {key}: only an empty filter {{}} is supported"
-        )))
+        Err(unsupported())
     }
 }
 
@@ -299,6 +419,7 @@ impl Server {
             "killCursors" => self.kill_cursors(body, out),
             "aggregate" => self.aggregate(db, body, out),
             "count" => self.count(db, body, out),
+            "distinct" => self.distinct(db, body, out),
             "listCollections" => self.list_collections(db, body, out),
             _ => Err(CommandError {
                 code: 59,
@@ -316,25 +437,45 @@ impl Server {
         }
     }
 
-    /// Opens a cursor for `read` and writes its first batch; a missing collection is an empty one,
-    /// as in mongod.
+    /// The collection `name` (`None`: missing, which reads as an empty one, as in mongod) and the
+    /// indexes `window` selects in it.
+    fn select(
+        &self,
+        db: &str,
+        name: &str,
+        window: Window,
+        by_id: bool,
+    ) -> Result<(Option<&Collection>, Range<u64>), CommandError> {
+        let collection = self.collection(db, name);
+        if by_id && collection.is_some_and(|collection| collection.dataset.is_none()) {
+            return Err(bad_value(
+                "_id filters are supported on generated collections only",
+            ));
+        }
+        let count = collection.map_or(0, |collection| collection.count);
+        Ok((collection, window.within(count)))
+    }
+
+    /// Opens a cursor for `read` and writes its first batch.
     fn open_cursor(&self, db: &str, read: Read, out: &mut Vec<u8>) -> Result<(), CommandError> {
-        let (pool, count) = match self.collection(db, read.collection) {
-            Some(collection) => (
+        let (collection, selected) = self.select(db, read.collection, read.window, read.by_id)?;
+        let (pool, range) = match (&read.count, collection) {
+            (Some(stage), _) => {
+                let count = selected.end - selected.start;
+                let pool = Pool::single(stage.result(count).as_bytes());
+                (Arc::new(pool), 0..u64::from(count > 0))
+            }
+            (None, Some(collection)) => (
                 collection.pool(read.projection.as_ref()).map_err(bad_value)?,
-                collection.count,
+                selected,
             ),
-            None => (Arc::new(Pool::empty()), 0),
+            (None, None) => (Arc::new(Pool::empty()), 0..0),
         };
-        let next = read.skip.min(count);
-        let end = read
-            .limit
-            .map_or(count, |limit| count.min(next.saturating_add(limit)));
         let cursor = Cursor {
             ns: format!("{db}.{}", read.collection),
             pool,
-            next,
-            end,
+            next: range.start,
+            end: range.end,
         };
         self.write_batch(
             out,
@@ -388,23 +529,25 @@ impl Server {
 
     fn find(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
         let mut read = Read::new();
+        // Applied in this order whatever the order of the fields.
+        let (mut selection, mut skip, mut limit) = (Filter::All, 0, None);
         for element in body {
             let (key, value) = element.map_err(|error| bad_value(error.to_string()))?;
             let key = key.as_str();
             match key {
                 "find" => read.collection = string(key, value)?,
-                "filter" => empty_filter(key, value)?,
+                "filter" => selection = filter(key, value)?,
                 "sort" => natural_sort(value)?,
                 "hint" => id_hint(value)?,
                 "projection" => {
                     read.projection = Projection::parse(document(key, value)?).map_err(bad_value)?
                 }
-                "skip" => read.skip = non_negative(key, value)?,
+                "skip" => skip = non_negative(key, value)?,
                 "limit" => {
                     // A negative limit means one batch of at most that many (the legacy form).
                     let number = integer(key, value)?;
                     read.single_batch |= number < 0;
-                    read.limit = Some(number.unsigned_abs()).filter(|&limit| limit > 0);
+                    limit = Some(number.unsigned_abs()).filter(|&limit| limit > 0);
                 }
                 "batchSize" => read.first_batch = non_negative(key, value)?,
                 "singleBatch" => read.single_batch |= value.as_bool() == Some(true),
@@ -414,6 +557,11 @@ impl Server {
                 "tailable" | "awaitData" => {}
                 _ => unsupported("find", key)?,
             }
+        }
+        read.filter(selection);
+        read.window = read.window.skip(skip);
+        if let Some(limit) = limit {
+            read.window = read.window.limit(limit);
         }
         self.open_cursor(db, read, out)
     }
@@ -502,21 +650,20 @@ impl Server {
                         let (Some(Ok((operator, argument))), None) = (fields.next(), fields.next()) else {
                             return Err(bad_value("a pipeline stage must be a document with one field"));
                         };
+                        if read.count.is_some() {
+                            return Err(bad_value("only a $group as the last stage is supported"));
+                        }
                         match operator.as_str() {
-                            "$match" => empty_filter("$match", argument)?,
-                            "$skip" => {
-                                let count = non_negative("$skip", argument)?;
-                                // Skipping after a $limit eats into it.
-                                read.limit = read.limit.map(|limit| limit.saturating_sub(count));
-                                read.skip = read.skip.saturating_add(count);
-                            }
+                            "$match" => read.filter(filter("$match", argument)?),
+                            "$skip" => read.window = read.window.skip(non_negative("$skip", argument)?),
                             "$limit" => {
                                 let count = non_negative("$limit", argument)?;
                                 if count == 0 {
                                     return Err(bad_value("the limit must be positive"));
                                 }
-                                read.limit = Some(read.limit.map_or(count, |limit| limit.min(count)));
+                                read.window = read.window.limit(count);
                             }
+                            "$group" => read.count = Some(count_stage(argument)?),
                             "$project" if read.projection.is_none() => {
                                 let parsed =
                                     Projection::parse(document("$project", argument)?).map_err(bad_value)?;
@@ -542,13 +689,13 @@ impl Server {
     }
 
     fn count(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
-        let (mut name, mut skip, mut limit) = ("", 0, None);
+        let (mut name, mut selection, mut skip, mut limit) = ("", Filter::All, 0, None);
         for element in body {
             let (key, value) = element.map_err(|error| bad_value(error.to_string()))?;
             let key = key.as_str();
             match key {
                 "count" => name = string(key, value)?,
-                "query" => empty_filter(key, value)?,
+                "query" => selection = filter(key, value)?,
                 "skip" => skip = non_negative(key, value)?,
                 // As in mongod, a negative limit counts like its absolute value, and 0 is none.
                 "limit" => limit = Some(integer(key, value)?.unsigned_abs()).filter(|&limit| limit > 0),
@@ -556,10 +703,50 @@ impl Server {
                 _ => unsupported("count", key)?,
             }
         }
-        let total = self.collection(db, name).map_or(0, |collection| collection.count);
-        let n = total.saturating_sub(skip).min(limit.unwrap_or(u64::MAX));
+        let window = Window::ALL.filter(selection).skip(skip);
+        let window = limit.map_or(window, |limit| window.limit(limit));
+        let (_, selected) = self.select(db, name, window, matches!(selection, Filter::Id(_)))?;
+        let n = selected.end - selected.start;
         let n = i32::try_from(n).map_or(RawBson::Int64(n as i64), RawBson::Int32);
         write(out, rawdoc! { "n": n, "ok": 1.0 })
+    }
+
+    /// `distinct` of a label field of a generated collection (see [`label`]), its values sorted as
+    /// mongod sorts them (its BSONElementSet: BSON order, here byte order of ASCII strings).
+    fn distinct(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
+        let (mut name, mut field, mut selection) = ("", None, Filter::All);
+        for element in body {
+            let (key, value) = element.map_err(|error| bad_value(error.to_string()))?;
+            let key = key.as_str();
+            match key {
+                "distinct" => name = string(key, value)?,
+                "key" => field = Some(string(key, value)?),
+                "query" => selection = filter(key, value)?,
+                "hint" => id_hint(value)?,
+                _ => unsupported("distinct", key)?,
+            }
+        }
+        let field = field.ok_or_else(|| bad_value("distinct: 'key' must be a string"))?;
+        let (collection, selected) = self.select(
+            db,
+            name,
+            Window::ALL.filter(selection),
+            matches!(selection, Filter::Id(_)),
+        )?;
+        let mut values = BTreeSet::new();
+        if let Some(collection) = collection {
+            let dataset = collection.dataset.unwrap_or_default();
+            if label(dataset, field, 0).is_none() {
+                return Err(bad_value(format!(
+                    "distinct: unsupported key '{field}' of '{name}': only orders' status and region are supported"
+                )));
+            }
+            // Labels repeat every LABEL_PERIOD documents: one period holds every value there is.
+            let seen = selected.start..selected.end.min(selected.start.saturating_add(LABEL_PERIOD));
+            values.extend(seen.filter_map(|index| label(dataset, field, index)));
+        }
+        let values: RawArrayBuf = values.into_iter().collect();
+        write(out, rawdoc! { "values": values, "ok": 1.0 })
     }
 
     fn list_collections(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {

@@ -37,6 +37,11 @@ impl Pool {
         }
     }
 
+    /// A pool of one computed document, served as it is (an aggregation's result).
+    pub fn single(document: &[u8]) -> Pool {
+        Pool::from_documents([document], false)
+    }
+
     fn from_documents<'a>(documents: impl IntoIterator<Item = &'a [u8]>, patched: bool) -> Pool {
         let mut pool = Pool::empty();
         for document in documents {
@@ -183,20 +188,24 @@ impl Projection {
 /// One collection of database `bench`.
 pub struct Collection {
     pub count: u64,
+    /// The dataset a generated collection holds (`None` for a loaded one): its documents are known
+    /// by index, so `_id` equality and `distinct` of its labels can be answered exactly.
+    pub dataset: Option<&'static str>,
     pool: Arc<Pool>,
     /// Generated collections only: the pool filtered by each projection seen so far.
     projected: Option<Mutex<HashMap<Projection, Arc<Pool>>>>,
 }
 
 impl Collection {
-    /// `docs` virtual documents over a pool of `generate(k)` for k < POOL_SIZE.
-    pub fn generated(generate: Generator, docs: u64) -> Collection {
+    /// `docs` virtual documents of `dataset` over a pool of `generate(k)` for k < POOL_SIZE.
+    pub fn generated(dataset: &'static str, generate: Generator, docs: u64) -> Collection {
         let documents: Vec<Vec<u8>> = (0..POOL_SIZE.min(docs))
             .map(|k| generate(k).to_vec().expect("generated documents encode"))
             .collect();
         let pool = Pool::from_documents(documents.iter().map(Vec::as_slice), true);
         Collection {
             count: docs,
+            dataset: Some(dataset),
             pool: Arc::new(pool),
             projected: Some(Mutex::new(HashMap::new())),
         }
@@ -221,6 +230,7 @@ impl Collection {
         let pool = Pool::from_documents(documents, false);
         Ok(Collection {
             count: pool.len(),
+            dataset: None,
             pool: Arc::new(pool),
             projected: None,
         })

@@ -23,6 +23,12 @@ pub fn object_id_bytes(index: u64) -> [u8; 12] {
     bytes
 }
 
+/// The index of the document whose `_id` is `bytes`, if it is one of [`object_id_bytes`]'s.
+pub fn index_of_object_id(bytes: [u8; 12]) -> Option<u64> {
+    let (head, index) = bytes.split_at(4);
+    (head == [0x65, 0, 0, 0]).then(|| u64::from_be_bytes(index.try_into().unwrap()))
+}
+
 /// splitmix64's finalizer: cheap, and every input bit moves every output bit.
 fn splitmix64(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -200,13 +206,26 @@ pub fn tweets(k: u64) -> Document {
 const STATUSES: [&str; 3] = ["paid", "pending", "refunded"];
 const REGIONS: [&str; 4] = ["eu", "us", "apac", "latam"];
 
+/// Every label (see [`label`]) repeats every this many documents: a multiple of each label's cycle.
+pub const LABEL_PERIOD: u64 = 12;
+
+/// The value of a small string field that cycles with the index (`orders`' `status` and `region`)
+/// in document `k` of `dataset`; `None` for every other field.
+pub fn label(dataset: &str, field: &str, k: u64) -> Option<&'static str> {
+    match (dataset, field) {
+        ("orders", "status") => Some(STATUSES[pick(k, 3)]),
+        ("orders", "region") => Some(REGIONS[pick(k, 4)]),
+        _ => None,
+    }
+}
+
 /// `orders`: small flat documents with one subdocument.
 pub fn orders(k: u64) -> Document {
     let h = |field: u64| hash(k, 128 + field);
     let mut document = head(k);
     document.extend(doc! {
-        "status": STATUSES[pick(k, 3)],
-        "region": REGIONS[pick(k, 4)],
+        "status": label("orders", "status", k),
+        "region": label("orders", "region", k),
         // Whole units plus 1..99 cents: never integral.
         "total": (h(1) % 100_000) as f64 + (1 + h(1) % 99) as f64 / 100.0,
         "at": date(EPOCH_2023 + k * 3_600_000 + h(2) % 3_600_000),

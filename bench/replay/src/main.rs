@@ -61,7 +61,12 @@ fn parse_options(mut args: impl Iterator<Item = String>) -> Result<Options, Stri
 fn collections(options: &Options) -> Result<HashMap<String, Collection>, String> {
     let mut collections: HashMap<String, Collection> = generate::DATASETS
         .iter()
-        .map(|&(name, generate)| (name.to_owned(), Collection::generated(generate, options.docs)))
+        .map(|&(name, generate)| {
+            (
+                name.to_owned(),
+                Collection::generated(name, generate, options.docs),
+            )
+        })
         .collect();
     for (name, path) in &options.loads {
         let bytes = std::fs::read(path).map_err(|error| format!("--load {name}={path}: {error}"))?;
