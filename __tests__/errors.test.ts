@@ -127,6 +127,55 @@ describe('invalid arguments', () => {
   })
 })
 
+describe('connection string user info', () => {
+  /** The error `new MongoClient(uri)` throws (or `undefined`), for both drivers. */
+  function constructionError(construct: () => unknown): Error | undefined {
+    try {
+      construct()
+      return undefined
+    } catch (error) {
+      return error as Error
+    }
+  }
+
+  it.each([
+    // A `?`, `@`, `/`, `:` or `#` in a password is a user mistake whose error must not quote it.
+    ['mongodb://alice:hunter2?x@db.example.com/app', 'hunter2'],
+    ['mongodb://alice:27017?MySecretPart@127.0.0.1:1/', 'MySecretPart'],
+    ['mongodb://alice:27017?authSource=S3cret@127.0.0.1:1/', 'S3cret'],
+    ['mongodb://alice:pass/Hidden42@db.example.com/', 'Hidden42'],
+    ['mongodb://alice:pass:Hidden42@db.example.com/', 'Hidden42'],
+    ['mongodb://alice:pass#Hidden42@db.example.com/', 'Hidden42'],
+    ['mongodb://alice:pass[Hidden42@db.example.com/', 'Hidden42'],
+    ['mongodb+srv://alice:hunter2?x@cluster.example.com/', 'hunter2'],
+    ['mongodb://alice:pa@ss@db.example.com/', 'ss@db'],
+    ['mongodb://alice:pa%zzss@db.example.com/', 'pa%zzss'],
+    ['mongodb://a#b:secretword@db.example.com/', 'secretword'],
+    ['mongodb://@db.example.com/', undefined],
+    ['mongodb://:secretword@db.example.com/', 'secretword'],
+    ['mongodb://db.example.com/path@elsewhere', undefined],
+    ['mongodb://alice:secretword@', 'secretword'],
+  ])('refuses %s as the official driver does, without quoting the password', (url, secret) => {
+    const official = constructionError(() => new OfficialClient(url))
+    const error = constructionError(() => new MongoClient(url))
+    expect(official).toBeDefined()
+    expect(error).toBeInstanceOf(MongoParseError)
+    expect(error!.name).toBe(official!.name)
+    expect(error!.message).toBe(official!.message)
+    if (secret) expect(inspect(error, { depth: 10 })).not.toContain(secret)
+  })
+
+  it.each([
+    'mongodb://alice:p%40ss%3Fword@db.example.com/app',
+    'mongodb://alice:@db.example.com/',
+    'mongodb://alice@db.example.com/',
+    'mongodb://alice:pa,ss$w!rd@db1.example.com,db2.example.com/',
+  ])('accepts %s as the official driver does', (url) => {
+    expect(constructionError(() => new OfficialClient(url))).toBeUndefined()
+    expect(constructionError(() => new MongoClient(url))).toBeUndefined()
+  })
+})
+
 describe('server and connection errors', () => {
   it('propagates server errors with code and codeName', async () => {
     const error = (await expectFailure(

@@ -123,7 +123,15 @@ const UNSUPPORTED_CLIENT_OPTIONS = [
   'mongodbLogComponentSeverities',
 ]
 
-const URI_PATTERN = /^(mongodb(?:\+srv)?:\/\/)(?:([^@/]*)@)?([^/?]*)(\/[^?]*)?(\?.*)?$/
+/**
+ * The connection string's parts, split as mongodb-connection-string-url (the official driver's
+ * parser) splits them: user info up to the first `@`, a user name without `:` or `@`.
+ */
+const URI_PATTERN =
+  /^(?<scheme>[^/]+:\/\/)(?:(?<username>[^:@]*)(?::(?<password>[^@]*))?@)?(?<hosts>(?!:)[^/?@]*)(?<rest>.*)$/s
+
+/** Characters the user info must percent-encode (the official driver's list). */
+const UNESCAPED_USERINFO = /[:/?#[\]@]/
 
 interface ParsedUri {
   scheme: string
@@ -133,17 +141,48 @@ interface ParsedUri {
   query: string
 }
 
+/**
+ * Splits a connection string, checking its user info exactly as the official driver does, with
+ * its messages, before anything else reads it: a password with an unescaped `?`, `@`, `/` or `:`
+ * must fail here, where no message quotes it, rather than be read as a host or an option.
+ */
 function parseUri(uri: unknown): ParsedUri {
   if (typeof uri !== 'string')
     throw new MongoParseError(`connection string must be a string, got ${describe(uri)}`)
-  const match = URI_PATTERN.exec(uri)
-  if (!match) {
+  if (!uri.startsWith('mongodb://') && !uri.startsWith('mongodb+srv://')) {
     throw new MongoParseError(
       'Invalid scheme, expected connection string to start with "mongodb://" or "mongodb+srv://"',
     )
   }
-  const [, scheme, userinfo, hosts, path = '', query = ''] = match
-  return { scheme: scheme!, userinfo, hosts: hosts!, path, query }
+  const match = URI_PATTERN.exec(uri)
+  if (!match) throw new MongoParseError('Invalid connection string')
+  const { scheme, username, password, hosts, rest } = match.groups as Record<string, string | undefined>
+  if (!hosts) throw new MongoParseError('Protocol and host list are required in the uri')
+  for (const part of [username, password]) {
+    try {
+      decodeURIComponent(part ?? '')
+    } catch (error) {
+      // "URI malformed": the official message, which quotes nothing.
+      throw new MongoParseError((error as Error).message)
+    }
+  }
+  if (username !== undefined && UNESCAPED_USERINFO.test(username)) {
+    throw new MongoParseError(`Username contains unescaped characters ${username}`)
+  }
+  if (!username || !password) {
+    const afterScheme = uri.slice(scheme!.length)
+    if (afterScheme.startsWith('@') || afterScheme.startsWith(':')) {
+      throw new MongoParseError('URI contained empty userinfo section')
+    }
+  }
+  if (password !== undefined && UNESCAPED_USERINFO.test(password)) {
+    throw new MongoParseError('Password contains unescaped characters')
+  }
+  if (/^[^/?]*@/.test(rest!)) throw new MongoParseError('Invalid connection string')
+  const [, path = '', query = ''] = /^(\/[^?]*)?(\?.*)?$/s.exec(rest!) ?? []
+  const userinfo =
+    username === undefined ? undefined : password === undefined ? username : `${username}:${password}`
+  return { scheme: scheme!, userinfo, hosts, path, query }
 }
 
 /** Client time limits rumongo enforces itself (the Rust driver has neither option). */
