@@ -16,6 +16,7 @@ import {
 } from 'rumongo'
 // @ts-expect-error: a plain ESM script without types
 import { freePort } from '../scripts/devdb.mjs'
+import { startFakeWireServer } from './setup/fake_wire_server.js'
 import { uniqueDbName, uri } from './setup/helpers.js'
 
 let client: MongoClient
@@ -254,35 +255,62 @@ describe('server and connection errors', () => {
     expect(inspect(await viaOptions.connect().catch((e: Error) => e), { depth: 10 })).not.toContain(secret)
   })
 
-  it("redacts every one of a client's passwords from the errors of later operations", async () => {
-    // A password in the connection string and another in `auth` (which wins): FerretDB accepts any
-    // PLAIN login, and repeats an unknown pipeline stage's name in its error.
-    const uriSecret = 'Ur1S3cretPassw0rd'
-    const authSecret = 'Auth0pt1onS3cret'
-    const url = new URL(uri)
-    url.username = 'alice'
-    url.password = uriSecret
-    url.searchParams.set('authMechanism', 'PLAIN')
-    url.searchParams.set('authSource', '$external')
-    const withSecrets = await MongoClient.connect(url.href, {
-      auth: { username: 'alice', password: authSecret },
-    })
+  it("leaves other clients' messages and stacks alone, whatever a client's password", async () => {
+    // Short passwords that are substrings of the server's message and of the stack's file paths.
+    const others = ['e', 'mongo', 'o', 'rumongo', 'redacted'].map(
+      (password) => new MongoClient(`mongodb://app:${password}@127.0.0.1:1/`),
+    )
+    const error = (await expectFailure(
+      () => collection.find({ $foo: 1 }).toArray(),
+      MongoServerError,
+      /unknown top level operator/,
+    )) as MongoServerError
+    const official = await OfficialClient.connect(uri)
+    const reference = await official
+      .db(dbName)
+      .collection('items')
+      .find({ $foo: 1 })
+      .toArray()
+      .catch((e: Error) => e)
+    await official.close()
+    expect(error.message).toBe((reference as Error).message)
+    expect(error.stack).toContain(error.message)
+    expect(error.stack).not.toContain('<redacted>')
+    expect(others).toHaveLength(5)
+  })
+
+  it('sends the password to the server only in the authentication, never in an error', async () => {
+    // A fake server records the PLAIN conversation, then refuses the login as a server does.
+    const server = await startFakeWireServer(() => ({
+      ok: 0,
+      code: 18,
+      codeName: 'AuthenticationFailed',
+      errmsg: 'Authentication failed.',
+    }))
     try {
-      const items = withSecrets.db(dbName).collection('items')
-      expect(await items.countDocuments({})).toBe(3)
-      for (const secret of [uriSecret, authSecret]) {
-        const error = await expectFailure(
-          () => items.aggregate([{ [`$${secret}`]: 1 }]).toArray(),
+      const secret = 'L0ng?S3cret/with:every@char%'
+      const query = 'authMechanism=PLAIN&authSource=%24external&serverSelectionTimeoutMS=2000'
+      const viaUri = `mongodb://alice:${encodeURIComponent(secret)}@${server.address}/?${query}`
+      const viaAuth = [
+        `mongodb://${server.address}/?${query}`,
+        { auth: { username: 'alice', password: secret } },
+      ]
+      for (const [url, options] of [[viaUri, {}], viaAuth] as const) {
+        server.commands.length = 0
+        const error = (await expectFailure(
+          () => MongoClient.connect(url, options),
           MongoServerError,
-          /<redacted>/,
-        )
-        expect(inspect(error, { depth: 10 })).not.toContain(secret)
+          /Authentication failed/,
+        )) as MongoServerError
+        expect(error.code).toBe(18)
+        const shown = inspect(error, { depth: 10, showHidden: true })
+        expect(shown).not.toContain(secret)
+        expect(shown).not.toContain(encodeURIComponent(secret))
+        const saslStart = server.commands.find((command) => 'saslStart' in command)
+        expect(Buffer.from(saslStart!.payload.buffer).toString()).toBe(`\0alice\0${secret}`)
       }
-      const shown = inspect(withSecrets, { depth: 10, showHidden: true })
-      expect(shown).not.toContain(uriSecret)
-      expect(shown).not.toContain(authSecret)
     } finally {
-      await withSecrets.close()
+      await server.stop()
     }
   })
 })

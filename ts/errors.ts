@@ -247,59 +247,28 @@ const NAPI_STATUS_CODES = new Set([
 ])
 
 /**
- * The secrets (passwords) of every client created in this process, in each spelling an error
- * message may hold them: as given, URI-encoded, form-encoded and JSON-escaped. Kept for the
- * process's lifetime: an error can outlive its client, and a secret is one wherever it appears.
+ * Credentials as they would sit in a message quoting a connection string: the password of its user
+ * info, a `tlsCertificateKeyFilePassword` option. A client's own password never reaches the Rust
+ * driver inside its connection string (see `MongoClient`), so this guards what a message could
+ * quote otherwise, at the cost of one pass over the message, whatever the number of clients.
  */
-const knownSecrets = new Set<string>()
+const QUOTED_CREDENTIALS =
+  /(mongodb(?:\+srv)?:\/\/[^:@/?\s]*:)[^@/?\s]*@|(tlsCertificateKeyFilePassword=)[^&\s]*/gi
 
-/** Adds a client's secrets to those {@link redactSecrets} removes. */
-export function registerSecrets(secrets: Iterable<string>): void {
-  for (const secret of secrets) {
-    if (!secret) continue
-    const spellings = [
-      secret,
-      encodeURIComponent(secret),
-      new URLSearchParams({ s: secret }).toString().slice(2),
-    ]
-    for (const spelling of spellings) {
-      knownSecrets.add(spelling)
-      knownSecrets.add(JSON.stringify(spelling).slice(1, -1))
-    }
-  }
-}
-
-/** Replaces every known secret with `<redacted>` in `error`'s message and stack, and its causes'. */
-export function redactSecrets<T>(error: T): T {
-  if (knownSecrets.size === 0) return error
-  // Longest first: a spelling that contains another is replaced whole.
-  const secrets = [...knownSecrets].sort((a, b) => b.length - a.length)
-  const redact = (text: string) =>
-    secrets.reduce((result, secret) => result.split(secret).join('<redacted>'), text)
-  const seen = new Set<unknown>()
-  for (
-    let current: unknown = error;
-    current instanceof Error && !seen.has(current);
-    current = current.cause
-  ) {
-    seen.add(current)
-    current.message = redact(current.message)
-    if (typeof current.stack === 'string') current.stack = redact(current.stack)
-  }
-  return error
+/** `text` with the credentials it quotes replaced by `<redacted>`. */
+export function redactCredentials(text: string): string {
+  return text.replace(QUOTED_CREDENTIALS, (_, userinfo: string | undefined, option: string | undefined) =>
+    userinfo === undefined ? `${option}<redacted>` : `${userinfo}<redacted>@`,
+  )
 }
 
 /**
- * Rebuilds the typed error that a native call encoded in its message (see src/error.rs), with known
- * secrets redacted. An error napi-rs raised on its own (a caught panic, an argument it could not
+ * Rebuilds the typed error that a native call encoded in its message (see src/error.rs), with the
+ * credentials it quotes redacted. An error napi-rs raised on its own (a caught panic, an argument it could not
  * convert) becomes a `MongoRuntimeError`; any other error (js-bson's, while serializing a filter)
  * passes through.
  */
 export function translateNativeError(error: unknown): unknown {
-  return redactSecrets(rebuildNativeError(error))
-}
-
-function rebuildNativeError(error: unknown): unknown {
   if (!(error instanceof Error)) return error
   if (!error.message.startsWith(NATIVE_ERROR_PREFIX)) {
     const code = (error as { code?: unknown }).code
@@ -309,7 +278,8 @@ function rebuildNativeError(error: unknown): unknown {
     return error
   }
   const payload = JSON.parse(error.message.slice(NATIVE_ERROR_PREFIX.length)) as NativeErrorPayload
-  const { message, errorLabels } = payload
+  const { errorLabels } = payload
+  const message = redactCredentials(payload.message)
   const options = { cause: error, errorLabels }
   switch (payload.kind) {
     case 'server':

@@ -18,7 +18,6 @@ import {
   MongoInvalidArgumentError,
   MongoNotConnectedError,
   MongoParseError,
-  registerSecrets,
 } from './errors.js'
 import { NativeClient } from './native.cjs'
 
@@ -240,28 +239,20 @@ function buildUri(parsed: ParsedUri, options: MongoClientOptions): { uri: string
 }
 
 /**
- * The secrets a client is given: the connection string's password, `auth.password` and
- * `tlsCertificateKeyFilePassword` (option or connection string).
+ * What the Rust driver reads in place of the password: the password goes to it apart from the
+ * connection string, so that no message of the crate quoting the string can quote the password.
  */
-function clientSecrets(parsed: ParsedUri, options: MongoClientOptions): string[] {
-  const secrets: string[] = []
-  const uriPassword = parsed.userinfo?.split(':').slice(1).join(':')
-  if (uriPassword) secrets.push(uriPassword, decodeLeniently(uriPassword))
-  if (typeof options.auth?.password === 'string') secrets.push(options.auth.password)
-  if (typeof options.tlsCertificateKeyFilePassword === 'string')
-    secrets.push(options.tlsCertificateKeyFilePassword)
-  for (const [key, value] of new URLSearchParams(parsed.query.slice(1))) {
-    if (key.toLowerCase() === 'tlscertificatekeyfilepassword') secrets.push(value)
-  }
-  return secrets
-}
+const PASSWORD_STAND_IN = 'redacted'
 
-/** `text` percent-decoded, or as it is when it is not valid percent-encoding. */
-function decodeLeniently(text: string): string {
-  try {
-    return decodeURIComponent(text)
-  } catch {
-    return text
+/** The connection string with a stand-in for its password, and the password (decoded). */
+function separatePassword(uri: string): { uri: string; password: string | undefined } {
+  const parsed = parseUri(uri)
+  const separator = parsed.userinfo?.indexOf(':') ?? -1
+  if (separator < 0) return { uri, password: undefined }
+  const username = parsed.userinfo!.slice(0, separator)
+  return {
+    uri: `${parsed.scheme}${username}:${PASSWORD_STAND_IN}@${parsed.hosts}${parsed.path}${parsed.query}`,
+    password: decodeURIComponent(parsed.userinfo!.slice(separator + 1)),
   }
 }
 
@@ -311,11 +302,13 @@ export class Db {
 
 /**
  * A client for a MongoDB deployment. Operations connect it on first use; `close()` ends it.
- * Its passwords (connection string, `auth`, `tlsCertificateKeyFilePassword`) never appear in the
- * errors rumongo raises, from any operation, or in `util.inspect`.
+ * Its password (connection string or `auth`) reaches the Rust driver apart from the connection
+ * string, so that no error message can quote it; neither it nor the connection string shows in
+ * `util.inspect`.
  */
 export class MongoClient {
   readonly #uri: string
+  readonly #password: string | undefined
   readonly #timeouts: ClientTimeouts
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
@@ -327,9 +320,10 @@ export class MongoClient {
       throw new MongoInvalidArgumentError(`client options must be an object, got ${describe(options)}`)
     }
     const parsed = parseUri(url)
-    registerSecrets(clientSecrets(parsed, options))
     const { uri, timeouts } = buildUri(parsed, options)
-    this.#uri = uri
+    const separated = separatePassword(uri)
+    this.#uri = separated.uri
+    this.#password = separated.password
     this.#timeouts = timeouts
     this.#defaultDb = decodeURIComponent(parsed.path.slice(1)) || 'test'
     this.#bsonOptions = resolveBSONOptions(options, DEFAULT_BSON_OPTIONS)
@@ -374,12 +368,12 @@ export class MongoClient {
       return Promise.reject(new MongoNotConnectedError('Client must be connected before running operations'))
     }
     const { timeoutMS, socketTimeoutMS } = this.#timeouts
-    this.#native ??= callNative(() => NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS)).catch(
-      (error: unknown) => {
-        this.#native = null
-        throw error
-      },
-    )
+    this.#native ??= callNative(() =>
+      NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS, this.#password),
+    ).catch((error: unknown) => {
+      this.#native = null
+      throw error
+    })
     return this.#native
   }
 
