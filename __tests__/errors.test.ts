@@ -197,6 +197,46 @@ describe('server and connection errors', () => {
     expect(error.message).toBe((reference as Error).message)
   })
 
+  it('gives errors from the native layer no transport value as their cause', async () => {
+    const official = await OfficialClient.connect(uri)
+    try {
+      const failures: [Promise<unknown>, Promise<unknown>][] = [
+        [
+          collection.find({ $foo: 1 }).toArray(),
+          official.db(dbName).collection('items').find({ $foo: 1 }).toArray(),
+        ],
+        [
+          collection.aggregate([{ $nope: 1 }]).toArray(),
+          official
+            .db(dbName)
+            .collection('items')
+            .aggregate([{ $nope: 1 }])
+            .toArray(),
+        ],
+        [
+          collection.countDocuments({ $foo: 1 }),
+          official.db(dbName).collection('items').countDocuments({ $foo: 1 }),
+        ],
+      ]
+      for (const [ours, theirs] of failures) {
+        const [error, reference] = await Promise.all([
+          ours.catch((e: Error) => e),
+          theirs.catch((e: Error) => e),
+        ])
+        expect(error).toBeInstanceOf(MongoServerError)
+        expect((error as Error).cause).toBe((reference as Error).cause)
+        const shown = inspect(error, { depth: 10 })
+        expect(shown).not.toContain('rumongo-error')
+        expect(shown).not.toContain('GenericFailure')
+      }
+    } finally {
+      await official.close()
+    }
+    const parse = await MongoClient.connect('mongodb://127.0.0.1:1/?maxPoolSize=many').catch((e: Error) => e)
+    expect(parse).toBeInstanceOf(MongoParseError)
+    expect((parse as Error).cause).toBeUndefined()
+  })
+
   it('fails with MongoNotConnectedError after close, for new operations and open cursors', async () => {
     const closing = await MongoClient.connect(uri)
     const items = closing.db(dbName).collection('items')

@@ -273,14 +273,15 @@ export function translateNativeError(error: unknown): unknown {
   if (!error.message.startsWith(NATIVE_ERROR_PREFIX)) {
     const code = (error as { code?: unknown }).code
     if (typeof code === 'string' && NAPI_STATUS_CODES.has(code) && !(error instanceof MongoError)) {
-      return new MongoRuntimeError(`rumongo internal error: ${error.message}`, { cause: error })
+      return new MongoRuntimeError(`rumongo internal error: ${error.message}`)
     }
     return error
   }
   const payload = JSON.parse(error.message.slice(NATIVE_ERROR_PREFIX.length)) as NativeErrorPayload
   const { errorLabels } = payload
   const message = redactCredentials(payload.message)
-  const options = { cause: error, errorLabels }
+  // No `cause`: the napi error is only the payload's carrier, not a failure the user could act on.
+  const options = { errorLabels }
   switch (payload.kind) {
     case 'server':
       return new MongoServerError(message, { ...options, code: payload.code!, codeName: payload.codeName! })
@@ -304,7 +305,7 @@ export function translateNativeError(error: unknown): unknown {
     case 'closed':
       return new MongoNotConnectedError('Client must be connected before running operations', options)
     case 'bson':
-      return new BSONError(message, { cause: error })
+      return new BSONError(message)
     default:
       return new MongoRuntimeError(message, options)
   }
