@@ -318,6 +318,34 @@ describe('bad input: one row per public method and bad input', () => {
     expect(error).toBeInstanceOf(MongoError)
     expect((error as MongoError).code).toBe(code)
     expect((error as Error).message).not.toMatch(/rumongo-error:/)
+    // A value is named once and readably: never "got undefined undefined" or "got number 5".
+    expect((error as Error).message).not.toMatch(/got (undefined|null|string|number|boolean|function) /)
+  })
+
+  it.each([
+    [
+      'new MongoClient()',
+      () => new MongoClient(any(undefined)),
+      'connection string must be a string, got undefined',
+    ],
+    [
+      'collection.distinct()',
+      () => items.distinct(any(undefined)),
+      'distinct key must be a string, got undefined',
+    ],
+    [
+      'db.collection(5)',
+      () => client.db('x').collection(any(5)),
+      'collection name must be a non-empty string, got a number (5)',
+    ],
+    [
+      "find('x')",
+      () => items.find(any('x')),
+      'Query filter must be a plain object or ObjectId, got a string ("x")',
+    ],
+    ['client.db(name, 5)', () => client.db('x', any(5)), 'options must be an object, got a number (5)'],
+  ])('%s names the value it got', async (_call, call, message) => {
+    expect(((await failureOf(call)) as Error).message).toBe(message)
   })
 
   it('documented behaviour, not errors: clone, rewind and connect on a closed cursor or client', async () => {
