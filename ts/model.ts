@@ -4,15 +4,17 @@
  * @module
  */
 import { ObjectId, type Document } from 'bson'
-import { describe } from './bson.js'
+import { describe, isBSONOptionName } from './bson.js'
 import type { Collection, WithId } from './collection.js'
 import type { FindCursor } from './cursor/find_cursor.js'
 import { MongoInvalidArgumentError } from './errors.js'
 import type { MongoClient } from './mongo_client.js'
 import {
+  FIND,
   isPlainObject,
   type CountDocumentsOptions,
   type DistinctOptions,
+  type EstimatedDocumentCountOptions,
   type FindOptions,
   type Hint,
   type Sort,
@@ -62,6 +64,8 @@ export interface ModelFindOptions extends Omit<FindOptions, 'projection' | 'sort
   projection?: Selection
   /** A driver sort, or Mongoose's string form (`'age -name'`). */
   sort?: Sort
+  /** Accepted for Mongoose code; results are always plain objects, as with `lean`. */
+  lean?: boolean | Document
 }
 
 /** A promise that also has Mongoose's `exec()`, so `Model.countDocuments(f).exec()` keeps working. */
@@ -253,32 +257,41 @@ export class Model<TSchema extends Document = Document> {
   /**
    * Documents matching `filter`, projected to the schema. Returns a query: chain `sort`, `limit`,
    * `skip`, `select`, `where`, ... then `await` it (or `exec()`, or `cursor()` to stream).
-   * The second argument is the driver's find options, or a selection string (`'name age'`).
+   * Mongoose's signature: `projection` narrows the schema's fields (`'name age'`, `'-age'`,
+   * `{ email: 0 }`, `['name']`; `null` for none), `options` are the driver's find options (`sort`
+   * also in Mongoose's string form; `lean` is accepted: results are always plain objects).
+   * @throws MongoInvalidArgumentError on a projection path outside the schema, or find options given
+   * as the projection.
    */
-  find(filter: Document = {}, options: ModelFindOptions | string = {}): ModelQuery<WithId<TSchema>[]> {
-    return new ModelQuery(this.#queryContext(), 'find', checkPlainFilter(filter), normalizeOptions(options))
+  find(
+    filter: Document = {},
+    projection?: Selection | null,
+    options?: ModelFindOptions | null,
+  ): ModelQuery<WithId<TSchema>[]> {
+    return this.#query('find', filter, projection, options)
   }
 
-  /** The first document matching `filter` (projected to the schema), or `null`. */
+  /** The first document matching `filter` (projected to the schema), or `null`; arguments as `find`. */
   findOne(
     filter: Document = {},
-    options: ModelFindOptions | string = {},
+    projection?: Selection | null,
+    options?: ModelFindOptions | null,
   ): ModelQuery<WithId<TSchema> | null> {
-    return new ModelQuery(
-      this.#queryContext(),
-      'findOne',
-      checkPlainFilter(filter),
-      normalizeOptions(options),
-    )
+    return this.#query('findOne', filter, projection, options)
   }
 
   /**
-   * The document with this `_id`, or `null`. `id` is an ObjectId or its 24-digit hex string; any
-   * other value is used as the `_id` as given (no casting).
+   * The document with this `_id`, or `null`; `projection` and `options` as in `find`. `id` is an
+   * ObjectId or its 24-digit hex string; `undefined` is `null` (Mongoose's `findById`); any other
+   * value is used as the `_id` as given (no casting).
    * @throws MongoInvalidArgumentError on a string that is not 24 hex digits.
    */
-  findById(id: unknown, options: ModelFindOptions | string = {}): ModelQuery<WithId<TSchema> | null> {
-    return this.findOne({ _id: toId(id) }, options)
+  findById(
+    id: unknown,
+    projection?: Selection | null,
+    options?: ModelFindOptions | null,
+  ): ModelQuery<WithId<TSchema> | null> {
+    return this.findOne({ _id: toId(id) }, projection, options)
   }
 
   /** Number of documents matching `filter`. */
@@ -287,8 +300,8 @@ export class Model<TSchema extends Document = Document> {
   }
 
   /** Number of documents in the collection from its metadata (fast, may be approximate). */
-  estimatedDocumentCount(): ModelPromise<number> {
-    return withExec(this.#collection.estimatedDocumentCount())
+  estimatedDocumentCount(options: EstimatedDocumentCountOptions = {}): ModelPromise<number> {
+    return withExec(this.#collection.estimatedDocumentCount(options))
   }
 
   /**
@@ -327,6 +340,25 @@ export class Model<TSchema extends Document = Document> {
       result = { ...result, [discriminator.key]: discriminator.value }
     }
     return result
+  }
+
+  #query<TResult>(
+    kind: 'find' | 'findOne',
+    filter: Document,
+    projection: unknown,
+    options: ModelFindOptions | null | undefined,
+  ): ModelQuery<TResult> {
+    const query = new ModelQuery<TResult>(
+      this.#queryContext(),
+      kind,
+      checkPlainFilter(filter),
+      checkFindOptions(kind, options),
+    )
+    if (projection !== undefined && projection !== null) {
+      checkNotFindOptions(kind, projection, (path) => this.#isReadable(path))
+      query.select(projection as Selection)
+    }
+    return query
   }
 
   #queryContext(): QueryContext {
@@ -537,13 +569,32 @@ function defineFields(target: Document, source: Document): void {
   for (const [key, value] of Object.entries(source)) defineField(target, key, value)
 }
 
-/** The second argument of `find`/`findOne`: options, or a selection string. */
-function normalizeOptions(options: ModelFindOptions | string): ModelFindOptions {
-  if (typeof options === 'string') return { projection: options }
+/** The options of `find`/`findOne` (Mongoose's third argument); `lean` is what rumongo always does. */
+function checkFindOptions(method: string, options: ModelFindOptions | null | undefined): ModelFindOptions {
+  if (options === undefined || options === null) return {}
   if (!isPlainObject(options)) {
-    throw new MongoInvalidArgumentError(`find options must be an object or string, got ${describe(options)}`)
+    throw new MongoInvalidArgumentError(`${method} options must be an object, got ${describe(options)}`)
   }
-  return options
+  const { lean: _lean, ...rest } = options
+  return rest
+}
+
+/**
+ * Refuses a projection that is find options (`find(filter, { sort, limit })`, the driver's
+ * signature): Mongoose reads the second argument as the projection, and so does rumongo.
+ */
+function checkNotFindOptions(method: string, projection: unknown, isReadable: (path: string) => boolean) {
+  if (!isPlainObject(projection)) return
+  const option = Object.keys(projection).find(
+    (key) => (key in FIND.options || isBSONOptionName(key)) && !isReadable(key),
+  )
+  if (option !== undefined) {
+    throw new MongoInvalidArgumentError(
+      `${method}(filter, projection, options): the second argument is the projection, as in Mongoose, ` +
+        `and '${option}' is a ${method === 'findOne' ? 'find' : method} option, not a schema field; ` +
+        `pass options third: ${method}(filter, null, { ${option}: ... })`,
+    )
+  }
 }
 
 function checkPath(path: unknown): asserts path is string {
@@ -695,10 +746,8 @@ function toId(id: unknown): unknown {
     }
     return ObjectId.createFromHexString(id)
   }
-  if (id === undefined || id === null) {
-    throw new MongoInvalidArgumentError(`findById expects an id, got ${describe(id)}`)
-  }
-  return id
+  // Mongoose: `if (typeof id === 'undefined') id = null`, then findOne({ _id: id }).
+  return id === undefined ? null : id
 }
 
 function withExec<T>(promise: Promise<T>): ModelPromise<T> {
