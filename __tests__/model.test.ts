@@ -5,6 +5,7 @@ import {
   Model,
   MongoClient,
   MongoInvalidArgumentError,
+  MongoNotConnectedError,
   ObjectId,
   type Document,
   type ModelOptions,
@@ -321,6 +322,27 @@ describe('parity with Mongoose', () => {
       streamed.push(document)
     }
     expectIdentical(streamed, await User.find({ age: { $gt: 40 } }).sort('name'))
+  })
+})
+
+describe('Model.fromMongoose before Mongoose connects', () => {
+  it('reads the database Mongoose connects to, not the default one', async () => {
+    // The usual order: models are made at import time, mongoose.connect() runs later.
+    const late = new mongoose.Mongoose()
+    const LateUser = late.model('User', userSchema, 'users')
+    const Late = Model.fromMongoose(LateUser, client)
+    expect(() => Late.find()).toThrow(MongoNotConnectedError)
+    expect(() => Late.find()).toThrow(/connect Mongoose/)
+    await late.connect(uri, { dbName })
+    try {
+      expect(Late.collection.dbName).toBe(dbName)
+      const expected = withoutExtra(await LateUser.find().sort('name').lean())
+      expect(expected).toHaveLength(USER_COUNT)
+      expectIdentical(await Late.find().sort('name'), expected)
+      expect(await Late.countDocuments()).toBe(USER_COUNT)
+    } finally {
+      await late.disconnect()
+    }
   })
 })
 

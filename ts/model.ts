@@ -7,7 +7,7 @@ import { ObjectId, type Document } from 'bson'
 import { describe, isBSONOptionName } from './bson.js'
 import type { Collection, WithId } from './collection.js'
 import type { FindCursor } from './cursor/find_cursor.js'
-import { MongoInvalidArgumentError } from './errors.js'
+import { MongoInvalidArgumentError, MongoNotConnectedError } from './errors.js'
 import type { MongoClient } from './mongo_client.js'
 import {
   FIND,
@@ -75,7 +75,8 @@ export type ModelPromise<T> = Promise<T> & { exec(): Promise<T> }
 export interface MongooseModelLike {
   schema: MongooseSchemaLike
   collection: { collectionName: string }
-  db: { name: string }
+  /** The model's connection: its `name` (the database) is set once Mongoose connects. */
+  db: { name?: string }
   discriminators?: Record<string, { schema: MongooseSchemaLike }> | null
   baseModelName?: string
 }
@@ -110,15 +111,16 @@ interface FieldSet {
  * Results are plain objects (as Mongoose `.lean()`), holding only the schema's fields.
  */
 export class Model<TSchema extends Document = Document> {
-  readonly #collection: Collection<TSchema>
+  /** The collection, found when a query is built (a Mongoose model's database is known only then). */
+  readonly #resolveCollection: () => Collection<TSchema>
   readonly #fields: FieldSet
   readonly #hiddenFields: readonly string[]
   readonly #projection: Document
   readonly #options: ModelOptions
 
   /** @internal Use `Model.define` or `Model.fromMongoose`. */
-  private constructor(collection: Collection<TSchema>, fields: FieldSet, options: ModelOptions) {
-    this.#collection = collection
+  private constructor(collection: () => Collection<TSchema>, fields: FieldSet, options: ModelOptions) {
+    this.#resolveCollection = collection
     this.#fields = fields
     this.#hiddenFields = normalizePaths(options.hiddenFields ?? [])
     this.#options = { ...options }
@@ -137,6 +139,14 @@ export class Model<TSchema extends Document = Document> {
     if (typeof (collection as { find?: unknown } | null)?.find !== 'function') {
       throw new MongoInvalidArgumentError(`Model.define expects a collection, got ${describe(collection)}`)
     }
+    return Model.#create(() => collection, fields, options)
+  }
+
+  static #create<T extends Document>(
+    collection: () => Collection<T>,
+    fields: ModelFields,
+    options: ModelOptions,
+  ): Model<T> {
     if (typeof options !== 'object' || options === null) {
       throw new MongoInvalidArgumentError(`Model options must be an object, got ${describe(options)}`)
     }
@@ -170,7 +180,9 @@ export class Model<TSchema extends Document = Document> {
    * field by field when they hold `select: false` fields. `select: false` paths are left out (ask for
    * them with `select('+path')`). A discriminator key is kept, a base model reads its
    * discriminators' fields too, and a discriminator model filters on its value. Virtuals, getters,
-   * populate, hooks and validation are not carried over.
+   * populate, hooks and validation are not carried over. The database is the Mongoose connection's
+   * when a query is built, so a model made before `mongoose.connect()` reads the database Mongoose
+   * connects to; a query built before that throws `MongoNotConnectedError`.
    */
   static fromMongoose(model: MongooseModelLike, client: MongoClient, options: ModelOptions = {}): Model {
     if (typeof model?.schema?.paths !== 'object' || typeof model.collection?.collectionName !== 'string') {
@@ -192,8 +204,22 @@ export class Model<TSchema extends Document = Document> {
           value: mapping && !mapping.isRoot && typeof mapping.value === 'string' ? mapping.value : undefined,
         }
       : undefined
-    const collection = client.db(model.db.name).collection(model.collection.collectionName)
-    return Model.define(collection, visible, {
+    const collectionName = model.collection.collectionName
+    let collection: Collection | undefined
+    const resolveCollection = () => {
+      // Read at each query: `fromMongoose` usually runs at import time, before `mongoose.connect()`
+      // names the database (and `useDb()` may change it).
+      const dbName = model.db?.name
+      if (typeof dbName !== 'string' || dbName === '') {
+        throw new MongoNotConnectedError(
+          `Model.fromMongoose: the Mongoose model '${collectionName}' has no database yet; ` +
+            'connect Mongoose (mongoose.connect(uri)) before the first query',
+        )
+      }
+      if (collection?.dbName !== dbName) collection = client.db(dbName).collection(collectionName)
+      return collection
+    }
+    return Model.#create(resolveCollection, visible, {
       ...options,
       hiddenFields: [...hidden, ...(options.hiddenFields ?? [])],
       discriminator: options.discriminator ?? discriminator,
@@ -241,7 +267,7 @@ export class Model<TSchema extends Document = Document> {
 
   /** The collection this model reads. */
   get collection(): Collection<TSchema> {
-    return this.#collection
+    return this.#resolveCollection()
   }
 
   /** The schema's fields (without `_id`), as sent in the projection. */
@@ -301,7 +327,7 @@ export class Model<TSchema extends Document = Document> {
 
   /** Number of documents in the collection from its metadata (fast, may be approximate). */
   estimatedDocumentCount(options: EstimatedDocumentCountOptions = {}): ModelPromise<number> {
-    return withExec(this.#collection.estimatedDocumentCount(options))
+    return withExec(this.collection.estimatedDocumentCount(options))
   }
 
   /**
@@ -321,7 +347,7 @@ export class Model<TSchema extends Document = Document> {
 
   /** Filters are passed through uncast, so the schema's type cannot check them. */
   get #untyped(): Collection {
-    return this.#collection as unknown as Collection
+    return this.collection as unknown as Collection
   }
 
   /** A field is readable when it is a schema field, inside one, or the `_id`. */
