@@ -8,6 +8,7 @@ import {
   MongoCursorInUseError,
   MongoError,
   MongoInvalidArgumentError,
+  MongoNetworkError,
   MongoNotConnectedError,
   MongoParseError,
   MongoServerError,
@@ -261,6 +262,62 @@ describe('server and connection errors', () => {
       /.+/,
     )
     expect(Date.now() - started).toBeLessThan(5_000)
+  })
+
+  /** What `connect()` rejects with, for both drivers, on the same connection string. */
+  async function connectFailures(url: string): Promise<[any, any]> {
+    return Promise.all([
+      MongoClient.connect(url).catch((error: unknown) => error),
+      OfficialClient.connect(url).catch((error: unknown) => error),
+    ])
+  }
+
+  it.each([
+    ['a refused port', async () => `127.0.0.1:${await freePort()}`],
+    ['an unknown host', async () => 'nonexistent.invalid:27017'],
+  ])('%s fails as in the official driver: message, cause, reason', async (_case, address) => {
+    const host = await address()
+    const [ours, theirs] = await connectFailures(`mongodb://${host}/?serverSelectionTimeoutMS=1000`)
+    expect(ours).toBeInstanceOf(MongoServerSelectionError)
+    expect(ours.name).toBe(theirs.name)
+    expect(ours.message).toBe(theirs.message) // connect ECONNREFUSED 127.0.0.1:1
+    expect(ours.code).toBe(theirs.code)
+    expect(ours.errorLabels).toEqual(theirs.errorLabels)
+    // cause: the server's MongoNetworkError, itself caused by Node.js's error for the failure.
+    expect(ours.cause).toBeInstanceOf(MongoNetworkError)
+    expect(ours.cause.name).toBe(theirs.cause.name)
+    expect(ours.cause.message).toBe(theirs.cause.message)
+    for (const key of ['message', 'code', 'errno', 'syscall', 'address', 'port', 'hostname']) {
+      expect(ours.cause.cause[key], key).toEqual(theirs.cause.cause[key])
+    }
+    // reason: each server, with its type and error.
+    expect(ours.reason.type).toBe(theirs.reason.type)
+    expect([...ours.reason.servers.keys()]).toEqual([...theirs.reason.servers.keys()])
+    const server = ours.reason.servers.get(host)
+    expect(server.type).toBe(theirs.reason.servers.get(host).type)
+    expect(server.error).toBe(ours.cause)
+    expect(inspect(ours, { depth: 10 })).not.toMatch(/os error|Kind:|Topology: \{/)
+  })
+
+  it('reports every server of a failed selection in reason', async () => {
+    const hosts = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`]
+    const [ours] = await connectFailures(`mongodb://${hosts.join(',')}/?serverSelectionTimeoutMS=500`)
+    expect(ours).toBeInstanceOf(MongoServerSelectionError)
+    expect([...ours.reason.servers.keys()].sort()).toEqual([...hosts].sort())
+    for (const host of hosts) {
+      expect(ours.reason.servers.get(host).error.message).toBe(`connect ECONNREFUSED ${host}`)
+    }
+    expect(hosts.map((host) => `connect ECONNREFUSED ${host}`)).toContain(ours.message)
+  })
+
+  it('an SRV lookup that finds nothing is a network failure with Node.js wording and code', async () => {
+    const [ours, theirs] = await connectFailures(
+      'mongodb+srv://nonexistent.invalid/?serverSelectionTimeoutMS=500',
+    )
+    expect(theirs.message).toBe('querySrv ENOTFOUND _mongodb._tcp.nonexistent.invalid')
+    expect(ours).toBeInstanceOf(MongoNetworkError)
+    expect(ours.message).toBe(theirs.message)
+    expect(ours.code).toBe(theirs.code)
   })
 
   it('rejects malformed connection strings with MongoParseError', async () => {

@@ -3,6 +3,7 @@
  * (`err instanceof MongoServerError`, `err.code === 11000`, ...) keeps working after the switch.
  * @module
  */
+import { getSystemErrorMap } from 'node:util'
 import { BSONError } from 'bson'
 
 /**
@@ -198,8 +199,45 @@ export class MongoSystemError extends MongoError {
   }
 }
 
-/** No suitable server was found within `serverSelectionTimeoutMS`. */
+/** What a server-selection failure knew of one server: its type, and why it is not usable. */
+export interface ServerDescription {
+  address: string
+  /** `'Unknown'` (unreachable), `'Standalone'`, `'RSPrimary'`, `'Mongos'`, ... as in the official driver. */
+  type: string
+  /** The last error talking to it (`MongoNetworkError`: `connect ECONNREFUSED 127.0.0.1:1`), or `null`. */
+  error: MongoError | null
+}
+
+/** The deployment as server selection saw it (the official driver's `TopologyDescription` shape). */
+export class TopologyDescription {
+  constructor(
+    /** `'Unknown'`, `'Single'`, `'ReplicaSetWithPrimary'`, ... as in the official driver. */
+    readonly type: string,
+    /** Each server by `host:port`. */
+    readonly servers: Map<string, ServerDescription>,
+  ) {}
+
+  /** The first server's error, as in the official driver. */
+  get error(): MongoError | null {
+    return [...this.servers.values()].find((server) => server.error !== null)?.error ?? null
+  }
+}
+
+/**
+ * No suitable server was found within `serverSelectionTimeoutMS`. As in the official driver, the
+ * message and `cause` are the first server's error (`connect ECONNREFUSED 127.0.0.1:1`) and
+ * `reason` describes every server.
+ */
 export class MongoServerSelectionError extends MongoSystemError {
+  /** The servers selection considered, each with its error. */
+  reason?: TopologyDescription
+
+  constructor(message: string, reason?: TopologyDescription) {
+    const error = reason?.error ?? undefined
+    super(error?.message ?? message, { cause: error })
+    if (reason) this.reason = reason
+  }
+
   override get name(): string {
     return 'MongoServerSelectionError'
   }
@@ -210,9 +248,17 @@ const NATIVE_ERROR_PREFIX = 'rumongo-error:'
 interface NativeErrorPayload {
   kind: string
   message: string
-  code?: number
+  /** A server error's number, or a network error's Node.js code (`ECONNREFUSED`). */
+  code?: number | string
   codeName?: string
   errorLabels?: string[]
+  /** A network error's system call (`connect`, `getaddrinfo`, `querySrv`) and target. */
+  syscall?: string
+  address?: string | null
+  hostname?: string | null
+  /** A server-selection failure's topology. */
+  topologyType?: string
+  servers?: { address: string; type: string; error: NativeErrorPayload | null }[]
 }
 
 /**
@@ -277,21 +323,28 @@ export function translateNativeError(error: unknown): unknown {
     }
     return error
   }
-  const payload = JSON.parse(error.message.slice(NATIVE_ERROR_PREFIX.length)) as NativeErrorPayload
+  return fromPayload(JSON.parse(error.message.slice(NATIVE_ERROR_PREFIX.length)) as NativeErrorPayload)
+}
+
+function fromPayload(payload: NativeErrorPayload): Error {
   const { errorLabels } = payload
   const message = redactCredentials(payload.message)
   // No `cause`: the napi error is only the payload's carrier, not a failure the user could act on.
   const options = { errorLabels }
   switch (payload.kind) {
     case 'server':
-      return new MongoServerError(message, { ...options, code: payload.code!, codeName: payload.codeName! })
+      return new MongoServerError(message, {
+        ...options,
+        code: payload.code as number,
+        codeName: payload.codeName!,
+      })
     case 'authentication':
       // The server answers a failed SCRAM conversation with code 18, which is what users check.
       return new MongoServerError(message, { ...options, code: 18, codeName: 'AuthenticationFailed' })
     case 'serverSelection':
-      return new MongoServerSelectionError(message, options)
+      return new MongoServerSelectionError(message, topologyOf(payload))
     case 'network':
-      return new MongoNetworkError(message, options)
+      return networkError(message, payload)
     case 'networkTimeout':
       return new MongoNetworkTimeoutError(message, options)
     case 'operationTimeout':
@@ -309,6 +362,54 @@ export function translateNativeError(error: unknown): unknown {
     default:
       return new MongoRuntimeError(message, options)
   }
+}
+
+/** A server-selection payload's servers as the official driver's `TopologyDescription`. */
+function topologyOf(payload: NativeErrorPayload): TopologyDescription {
+  const servers = new Map<string, ServerDescription>()
+  for (const server of payload.servers ?? []) {
+    servers.set(server.address, {
+      address: server.address,
+      // The crate's `RsPrimary` is the official driver's `RSPrimary`.
+      type: server.type.replace(/^Rs/, 'RS'),
+      error: server.error ? (fromPayload(server.error) as MongoError) : null,
+    })
+  }
+  return new TopologyDescription(payload.topologyType ?? 'Unknown', servers)
+}
+
+/** Node.js's `errno` for a network error `code` (getaddrinfo's `ENOTFOUND` is libuv's `EAI_NONAME`). */
+function libuvErrno(code: string): number | undefined {
+  const name = code === 'ENOTFOUND' ? 'EAI_NONAME' : code
+  for (const [errno, [errorName]] of getSystemErrorMap()) if (errorName === name) return errno
+  return undefined
+}
+
+/**
+ * A network error as the official driver gives it: a connection failure is a `MongoNetworkError`
+ * whose `cause` is Node.js's own error for it (`code`, `syscall`, `address`, `port`); a failed
+ * SRV lookup carries Node.js's `code` itself (`querySrv ENOTFOUND _mongodb._tcp.<host>`).
+ */
+function networkError(message: string, payload: NativeErrorPayload): MongoNetworkError {
+  const { code, syscall, errorLabels } = payload
+  if (typeof code !== 'string' || syscall === undefined)
+    return new MongoNetworkError(message, { errorLabels })
+  if (syscall.startsWith('query')) {
+    const error = new MongoNetworkError(message, { errorLabels })
+    error.code = code
+    return error
+  }
+  const system: NodeJS.ErrnoException & { address?: string; port?: number; hostname?: string } =
+    Object.assign(new Error(message), { code, syscall })
+  system.errno = libuvErrno(code)
+  if (syscall === 'getaddrinfo') {
+    system.hostname = message.slice(`${syscall} ${code} `.length)
+  } else if (payload.address) {
+    const separator = payload.address.lastIndexOf(':')
+    system.address = payload.address.slice(0, separator).replace(/^\[|\]$/g, '')
+    system.port = Number(payload.address.slice(separator + 1))
+  }
+  return new MongoNetworkError(message, { cause: system, errorLabels })
 }
 
 /** Awaits a native call and rethrows its failure as the matching typed error. */
