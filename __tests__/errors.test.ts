@@ -376,6 +376,16 @@ describe('server and connection errors', () => {
     expect(others).toHaveLength(5)
   })
 
+  it('redacts the password of a connection string quoted in a native error message', async () => {
+    // FerretDB repeats an unknown stage's name: here, a connection string with credentials.
+    const error = await expectFailure(
+      () => collection.aggregate([{ ['$mongodb://alice:Qu0tedS3cret@db.example.com/']: 1 }]).toArray(),
+      MongoServerError,
+      /mongodb:\/\/alice:<redacted>@db\.example\.com/,
+    )
+    expect(inspect(error, { depth: 10 })).not.toContain('Qu0tedS3cret')
+  })
+
   it('sends the password to the server only in the authentication, never in an error', async () => {
     // A fake server records the PLAIN conversation, then refuses the login as a server does.
     const server = await startFakeWireServer(() => ({
