@@ -1,4 +1,6 @@
 // Bad input and failures surface as the official driver's typed errors, never a crash or a hang.
+import { execFileSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 import { inspect } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MongoClient as OfficialClient } from 'mongodb'
@@ -374,6 +376,15 @@ describe('server and connection errors', () => {
     expect(error.stack).toContain(error.message)
     expect(error.stack).not.toContain('<redacted>')
     expect(others).toHaveLength(5)
+  })
+
+  it('keeps no password once its client is gone, so nothing grows with the number of clients', () => {
+    const script = fileURLToPath(new URL('./fixtures/retained_password.mjs', import.meta.url))
+    const entry = fileURLToPath(new URL('../dist/index.mjs', import.meta.url))
+    const retained = execFileSync(process.execPath, [script, entry, 'tpKterceSdenia7eR'], {
+      encoding: 'utf8',
+    })
+    expect(retained).toBe('false')
   })
 
   it('redacts the password of a connection string quoted in a native error message', async () => {
