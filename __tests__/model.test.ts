@@ -220,6 +220,18 @@ describe('parity with Mongoose', () => {
     expect(await User.findById(null)).toBeNull()
   })
 
+  it('findById casts to the schema _id type: a String _id is looked up as given', async () => {
+    const Tag = connection.model('Tag', new Schema({ _id: String, label: String }), 'tags')
+    const ids = ['aaaaaaaaaaaaaaaaaaaaaaaa', 'short-id']
+    await Tag.create(ids.map((id) => ({ _id: id, label: `label of ${id}` })))
+    const Tags = Model.fromMongoose(Tag, client)
+    for (const id of ids) {
+      const expected = await Tag.findById(id).lean()
+      expect(expected).not.toBeNull()
+      expectIdentical(await Tags.findById(id), expected)
+    }
+  })
+
   it('refuses find options given as the projection, instead of dropping them', () => {
     for (const call of [
       () => User.find({}, { sort: { name: 1 }, limit: 7 } as any),

@@ -88,6 +88,8 @@ interface MongooseSchemaLike {
 }
 
 interface MongooseSchemaTypeLike {
+  /** The type's name: `'ObjectId'`, `'String'`, ... */
+  instance?: string
   options?: { select?: boolean }
   /** Set on subdocuments and document arrays. */
   schema?: MongooseSchemaLike
@@ -117,10 +119,18 @@ export class Model<TSchema extends Document = Document> {
   readonly #hiddenFields: readonly string[]
   readonly #projection: Document
   readonly #options: ModelOptions
+  /** `findById`'s id as the `_id` to look for. */
+  readonly #castId: (id: unknown) => unknown
 
   /** @internal Use `Model.define` or `Model.fromMongoose`. */
-  private constructor(collection: () => Collection<TSchema>, fields: FieldSet, options: ModelOptions) {
+  private constructor(
+    collection: () => Collection<TSchema>,
+    fields: FieldSet,
+    options: ModelOptions,
+    castId: (id: unknown) => unknown,
+  ) {
     this.#resolveCollection = collection
+    this.#castId = castId
     this.#fields = fields
     this.#hiddenFields = normalizePaths(options.hiddenFields ?? [])
     this.#options = { ...options }
@@ -139,13 +149,14 @@ export class Model<TSchema extends Document = Document> {
     if (typeof (collection as { find?: unknown } | null)?.find !== 'function') {
       throw new MongoInvalidArgumentError(`Model.define expects a collection, got ${describe(collection)}`)
     }
-    return Model.#create(() => collection, fields, options)
+    return Model.#create(() => collection, fields, options, toObjectId)
   }
 
   static #create<T extends Document>(
     collection: () => Collection<T>,
     fields: ModelFields,
     options: ModelOptions,
+    castId: (id: unknown) => unknown,
   ): Model<T> {
     if (typeof options !== 'object' || options === null) {
       throw new MongoInvalidArgumentError(`Model options must be an object, got ${describe(options)}`)
@@ -171,7 +182,7 @@ export class Model<TSchema extends Document = Document> {
     }
     const discriminatorKey = options.discriminator?.key
     if (discriminatorKey !== undefined) paths.push(discriminatorKey)
-    return new Model(collection, { paths: normalizePaths(paths), includeId }, options)
+    return new Model(collection, { paths: normalizePaths(paths), includeId }, options, castId)
   }
 
   /**
@@ -219,11 +230,19 @@ export class Model<TSchema extends Document = Document> {
       if (collection?.dbName !== dbName) collection = client.db(dbName).collection(collectionName)
       return collection
     }
-    return Model.#create(resolveCollection, visible, {
-      ...options,
-      hiddenFields: [...hidden, ...(options.hiddenFields ?? [])],
-      discriminator: options.discriminator ?? discriminator,
-    })
+    // Mongoose casts findById's id to the schema's `_id` type: an ObjectId unless declared otherwise.
+    const idType = model.schema.paths._id?.instance
+    const castId = idType === undefined || idType === 'ObjectId' ? toObjectId : toAnyId
+    return Model.#create(
+      resolveCollection,
+      visible,
+      {
+        ...options,
+        hiddenFields: [...hidden, ...(options.hiddenFields ?? [])],
+        discriminator: options.discriminator ?? discriminator,
+      },
+      castId,
+    )
   }
 
   /**
@@ -309,15 +328,16 @@ export class Model<TSchema extends Document = Document> {
   /**
    * The document with this `_id`, or `null`; `projection` and `options` as in `find`. `id` is an
    * ObjectId or its 24-digit hex string; `undefined` is `null` (Mongoose's `findById`); any other
-   * value is used as the `_id` as given (no casting).
-   * @throws MongoInvalidArgumentError on a string that is not 24 hex digits.
+   * value is used as the `_id` as given (no casting). A model from a Mongoose schema whose `_id` is
+   * not an ObjectId (`_id: String`, ...) uses every id as given.
+   * @throws MongoInvalidArgumentError on a string that is not 24 hex digits (ObjectId `_id`s).
    */
   findById(
     id: unknown,
     projection?: Selection | null,
     options?: ModelFindOptions | null,
   ): ModelQuery<WithId<TSchema> | null> {
-    return this.findOne({ _id: toId(id) }, projection, options)
+    return this.findOne({ _id: this.#castId(id) }, projection, options)
   }
 
   /** Number of documents matching `filter`. */
@@ -763,7 +783,7 @@ function parseSortString(sort: string): [string, 1 | -1][] {
 }
 
 /** An `_id` from `findById`: ObjectId hex strings become ObjectIds; other values pass through. */
-function toId(id: unknown): unknown {
+function toObjectId(id: unknown): unknown {
   if (typeof id === 'string') {
     if (!/^[0-9a-fA-F]{24}$/.test(id)) {
       throw new MongoInvalidArgumentError(
@@ -772,7 +792,11 @@ function toId(id: unknown): unknown {
     }
     return ObjectId.createFromHexString(id)
   }
-  // Mongoose: `if (typeof id === 'undefined') id = null`, then findOne({ _id: id }).
+  return toAnyId(id)
+}
+
+/** An `_id` from `findById` as given: Mongoose does `if (typeof id === 'undefined') id = null`. */
+function toAnyId(id: unknown): unknown {
   return id === undefined ? null : id
 }
 
