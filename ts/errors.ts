@@ -252,10 +252,9 @@ interface NativeErrorPayload {
   code?: number | string
   codeName?: string
   errorLabels?: string[]
-  /** A network error's system call (`connect`, `getaddrinfo`, `querySrv`) and target. */
+  /** A network error's system call (`connect`, `getaddrinfo`, `querySrv`) and server (`host:port`). */
   syscall?: string
   address?: string | null
-  hostname?: string | null
   /** A server-selection failure's topology. */
   topologyType?: string
   servers?: { address: string; type: string; error: NativeErrorPayload | null }[]
@@ -402,12 +401,16 @@ function networkError(message: string, payload: NativeErrorPayload): MongoNetwor
   const system: NodeJS.ErrnoException & { address?: string; port?: number; hostname?: string } =
     Object.assign(new Error(message), { code, syscall })
   system.errno = libuvErrno(code)
-  if (syscall === 'getaddrinfo') {
-    system.hostname = message.slice(`${syscall} ${code} `.length)
-  } else if (payload.address) {
+  if (payload.address) {
+    // `host:port`, the host of an IPv6 address in brackets.
     const separator = payload.address.lastIndexOf(':')
-    system.address = payload.address.slice(0, separator).replace(/^\[|\]$/g, '')
-    system.port = Number(payload.address.slice(separator + 1))
+    const host = payload.address.slice(0, separator).replace(/^\[|\]$/g, '')
+    if (syscall === 'getaddrinfo') {
+      system.hostname = host
+    } else {
+      system.address = host
+      system.port = Number(payload.address.slice(separator + 1))
+    }
   }
   return new MongoNetworkError(message, { cause: system, errorLabels })
 }
