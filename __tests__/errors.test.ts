@@ -426,6 +426,13 @@ describe('server and connection errors', () => {
         expect(shown).not.toContain(encodeURIComponent(secret))
         const saslStart = server.commands.find((command) => 'saslStart' in command)
         expect(Buffer.from(saslStart!.payload.buffer).toString()).toBe(`\0alice\0${secret}`)
+        // The server's refusal, as the official driver reports it.
+        const official = (await OfficialClient.connect(url, options).catch(
+          (e: Error) => e,
+        )) as MongoServerError
+        expect(error.message).toBe(official.message)
+        expect(error.codeName).toBe(official.codeName)
+        expect(error.code).toBe(official.code)
       }
     } finally {
       await server.stop()

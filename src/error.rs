@@ -100,7 +100,12 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
         ErrorKind::InvalidArgument { message, .. } => {
             json!({ "kind": "invalidArgument", "message": message })
         }
-        ErrorKind::Authentication { message, .. } => json!({ "kind": "authentication", "message": message }),
+        ErrorKind::Authentication { message, .. } => match server_refusal(error) {
+            // The server refused the login: its own error, as the official driver reports it
+            // ("Authentication failed.", 18), not the crate's "SCRAM failure: ..." wrapping.
+            Some(refusal) => driver_payload(refusal),
+            None => json!({ "kind": "authentication", "message": message }),
+        },
         ErrorKind::DnsResolve { message, .. } => {
             dns_payload(message).unwrap_or_else(|| json!({ "kind": "parse", "message": message }))
         }
@@ -108,6 +113,13 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
         ErrorKind::Shutdown => json!({ "kind": "closed", "message": "client is closed", "what": "client" }),
         _ => json!({ "kind": "driver", "message": message, "errorLabels": labels }),
     }
+}
+
+/// The server's error reply that an authentication error wraps, when there is one.
+fn server_refusal(error: &mongodb::error::Error) -> Option<&mongodb::error::Error> {
+    // The crate keeps it boxed (`Option<Box<Error>>`), so the source's type is the box.
+    let source = std::error::Error::source(error)?.downcast_ref::<Box<mongodb::error::Error>>()?;
+    matches!(source.kind.as_ref(), ErrorKind::Command(_)).then_some(source)
 }
 
 /// The Node.js code of an I/O failure (`ECONNREFUSED`, ...) and the system call Node.js names with
