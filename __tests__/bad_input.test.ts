@@ -253,11 +253,13 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ['Model.sanitizeFilter', 'null options', () => Model.sanitizeFilter({}, any(null)), INVALID],
   ['Model.trusted', 'a frozen object', () => Model.trusted(Object.freeze({ $gt: 1 })), INVALID],
   ['model.find', 'a number filter', () => model.find(any(5)), INVALID],
-  ['model.find', 'number options', () => model.find({}, any(5)), INVALID],
+  ['model.find', 'a number projection', () => model.find({}, any(5)), INVALID],
+  ['model.find', 'number options', () => model.find({}, null, any(5)), INVALID],
+  ['model.find', 'options as the projection', () => model.find({}, any({ limit: 1 })), INVALID],
   ['model.find', 'a bad selection', () => model.find().select(any(5)), INVALID],
   ['model.find', 'a string limit', () => model.find().limit(any('x')).exec(), INVALID],
   ['model.findById', 'a short hex string', () => model.findById('abc'), INVALID],
-  ['model.findById', 'no id', () => model.findById(undefined), INVALID],
+  ['model.findById', 'a bad projection', () => model.findById(new ObjectId(), any(true)), INVALID],
   ['model.countDocuments', 'a string filter', () => model.countDocuments(any('x')), INVALID],
   ['model.distinct', 'a number field', () => model.distinct(any(5)), INVALID],
   ['model.equals', 'no where()', () => model.find().equals(1), INVALID],
@@ -318,6 +320,34 @@ describe('bad input: one row per public method and bad input', () => {
     expect(error).toBeInstanceOf(MongoError)
     expect((error as MongoError).code).toBe(code)
     expect((error as Error).message).not.toMatch(/rumongo-error:/)
+    // A value is named once and readably: never "got undefined undefined" or "got number 5".
+    expect((error as Error).message).not.toMatch(/got (undefined|null|string|number|boolean|function) /)
+  })
+
+  it.each([
+    [
+      'new MongoClient()',
+      () => new MongoClient(any(undefined)),
+      'connection string must be a string, got undefined',
+    ],
+    [
+      'collection.distinct()',
+      () => items.distinct(any(undefined)),
+      'distinct key must be a string, got undefined',
+    ],
+    [
+      'db.collection(5)',
+      () => client.db('x').collection(any(5)),
+      'collection name must be a non-empty string, got a number (5)',
+    ],
+    [
+      "find('x')",
+      () => items.find(any('x')),
+      'Query filter must be a plain object or ObjectId, got a string ("x")',
+    ],
+    ['client.db(name, 5)', () => client.db('x', any(5)), 'options must be an object, got a number (5)'],
+  ])('%s names the value it got', async (_call, call, message) => {
+    expect(((await failureOf(call)) as Error).message).toBe(message)
   })
 
   it('documented behaviour, not errors: clone, rewind and connect on a closed cursor or client', async () => {

@@ -5,6 +5,7 @@ import {
   Model,
   MongoClient,
   MongoInvalidArgumentError,
+  MongoNotConnectedError,
   ObjectId,
   type Document,
   type ModelOptions,
@@ -169,14 +170,84 @@ describe('parity with Mongoose', () => {
     expectIdentical(actual, expected)
   })
 
-  it('find with options as the second argument', async () => {
-    const actual = await User.find({ age: { $lt: 40 } }, { sort: { name: 1 }, limit: 7, skip: 2 })
+  it('find(filter, null, options), as in Mongoose', async () => {
+    const actual = await User.find({ age: { $lt: 40 } }, null, { sort: { name: 1 }, limit: 7, skip: 2 })
     const expected = await MongooseUser.find({ age: { $lt: 40 } }, null, {
       sort: { name: 1 },
       limit: 7,
       skip: 2,
     })
     expectSameAsHydrated(actual, expected)
+  })
+
+  // Mongoose's signatures: find(filter, projection, options), findOne and findById alike.
+  const PROJECTIONS: [string, any][] = [
+    ['an exclusion object', { address: 0, orders: 0 }],
+    ['an inclusion object', { name: 1 }],
+    ['an inclusion string', 'name age'],
+    ['an exclusion string', '-tags -friend'],
+    ['an array of paths', ['name', 'joined']],
+    ['a select: false field added', '+password'],
+    ['_id left out', { _id: 0, name: 1 }],
+    ['null', null],
+  ]
+
+  it.each(PROJECTIONS)('find(filter, projection, options) with %s', async (_case, projection) => {
+    const filter = { age: { $gte: 30 } }
+    const options = { sort: 'name', limit: 9, skip: 1, lean: true }
+    const actual = await User.find(filter, projection, options)
+    const expected = await MongooseUser.find(filter, projection, options).lean()
+    expect(actual).toHaveLength(9)
+    expectIdentical(actual, withoutExtra(expected))
+  })
+
+  it.each(PROJECTIONS)('findOne and findById with %s', async (_case, projection) => {
+    const filter = { name: 'user 12' }
+    expectIdentical(
+      await User.findOne(filter, projection),
+      withoutExtra(await MongooseUser.findOne(filter, projection).lean()),
+    )
+    const { _id: id } = (await MongooseUser.findOne(filter, { _id: 1 }).lean())!
+    expectIdentical(
+      await User.findById(id, projection, { maxTimeMS: 5_000 }),
+      withoutExtra(await MongooseUser.findById(id, projection, { maxTimeMS: 5_000 }).lean()),
+    )
+  })
+
+  it('findById(undefined) and findById(null) look for a null _id, as in Mongoose', async () => {
+    expect(await MongooseUser.findById(undefined).lean()).toBeNull()
+    expect(await User.findById(undefined)).toBeNull()
+    expect(await User.findById(null)).toBeNull()
+  })
+
+  it('findById casts to the schema _id type: a String _id is looked up as given', async () => {
+    const Tag = connection.model('Tag', new Schema({ _id: String, label: String }), 'tags')
+    const ids = ['aaaaaaaaaaaaaaaaaaaaaaaa', 'short-id']
+    await Tag.create(ids.map((id) => ({ _id: id, label: `label of ${id}` })))
+    const Tags = Model.fromMongoose(Tag, client)
+    for (const id of ids) {
+      const expected = await Tag.findById(id).lean()
+      expect(expected).not.toBeNull()
+      expectIdentical(await Tags.findById(id), expected)
+    }
+  })
+
+  it('refuses find options given as the projection, instead of dropping them', () => {
+    for (const call of [
+      () => User.find({}, { sort: { name: 1 }, limit: 7 } as any),
+      () => User.findOne({}, { projection: { name: 1 } } as any),
+      () => User.findById(new ObjectId(), { raw: true } as any),
+    ]) {
+      expect(call).toThrow(MongoInvalidArgumentError)
+      expect(call).toThrow(/the second argument is the projection, as in Mongoose/)
+    }
+  })
+
+  it('estimatedDocumentCount(options) passes its options on', async () => {
+    expect(await User.estimatedDocumentCount({ maxTimeMS: 5_000 })).toBe(USER_COUNT)
+    await expect(User.estimatedDocumentCount({ maxTimeMS: 'soon' } as any)).rejects.toBeInstanceOf(
+      MongoInvalidArgumentError,
+    )
   })
 
   it.each([
@@ -266,11 +337,32 @@ describe('parity with Mongoose', () => {
   })
 })
 
+describe('Model.fromMongoose before Mongoose connects', () => {
+  it('reads the database Mongoose connects to, not the default one', async () => {
+    // The usual order: models are made at import time, mongoose.connect() runs later.
+    const late = new mongoose.Mongoose()
+    const LateUser = late.model('User', userSchema, 'users')
+    const Late = Model.fromMongoose(LateUser, client)
+    expect(() => Late.find()).toThrow(MongoNotConnectedError)
+    expect(() => Late.find()).toThrow(/connect Mongoose/)
+    await late.connect(uri, { dbName })
+    try {
+      expect(Late.collection.dbName).toBe(dbName)
+      const expected = withoutExtra(await LateUser.find().sort('name').lean())
+      expect(expected).toHaveLength(USER_COUNT)
+      expectIdentical(await Late.find().sort('name'), expected)
+      expect(await Late.countDocuments()).toBe(USER_COUNT)
+    } finally {
+      await late.disconnect()
+    }
+  })
+})
+
 describe('Model.define', () => {
   it('projects to the listed fields', async () => {
     const Users = Model.define(client.db(dbName).collection('users'), { name: 1, age: 1, 'address.city': 1 })
     expect(Users.projection).toEqual({ 'address.city': 1, age: 1, name: 1 })
-    const actual = await Users.find({ age: { $gte: 18 } }, { sort: { age: -1, name: 1 }, limit: 20 })
+    const actual = await Users.find({ age: { $gte: 18 } }, null, { sort: { age: -1, name: 1 }, limit: 20 })
     const expected = await MongooseUser.find({ age: { $gte: 18 } })
       .sort({ age: -1, name: 1 })
       .limit(20)
@@ -300,7 +392,7 @@ describe('projection pushdown', () => {
   it('the server sends fewer bytes: raw batches of the model vs an unprojected find', async () => {
     const totalBytes = (documents: unknown[]) =>
       documents.reduce<number>((sum, document) => sum + (document as Uint8Array).byteLength, 0)
-    const projected = totalBytes(await User.find({}, { raw: true }))
+    const projected = totalBytes(await User.find({}, null, { raw: true }))
     const unprojected = totalBytes(await client.db(dbName).collection('users').find({}, { raw: true }))
     const sameProjection = totalBytes(
       await client.db(dbName).collection('users').find({}, { raw: true, projection: User.projection }),
@@ -314,7 +406,8 @@ describe('errors', () => {
   it('selecting or reading a field outside the schema', () => {
     expect(() => User.find().select('blob')).toThrow(MongoInvalidArgumentError)
     expect(() => User.find().select('name blob')).toThrow(/'blob' is not a field of this model's schema/)
-    expect(() => User.find({}, { projection: { blob: 1 } })).toThrow(MongoInvalidArgumentError)
+    expect(() => User.find({}, { blob: 1 })).toThrow(MongoInvalidArgumentError)
+    expect(() => User.find({}, null, { projection: { blob: 1 } })).toThrow(MongoInvalidArgumentError)
     expect(() => User.find().select('-blob')).toThrow(MongoInvalidArgumentError)
     expect(() => User.find().select('name -age')).toThrow(/mix inclusion and exclusion/)
     expect(() => User.distinct('blob')).toThrow(MongoInvalidArgumentError)
@@ -323,7 +416,6 @@ describe('errors', () => {
   it('a bad id', () => {
     expect(() => User.findById('64b7')).toThrow(MongoInvalidArgumentError)
     expect(() => User.findById('zzzzzzzzzzzzzzzzzzzzzzzz')).toThrow(MongoInvalidArgumentError)
-    expect(() => User.findById(undefined)).toThrow(MongoInvalidArgumentError)
   })
 
   it('a comparison without where()', () => {

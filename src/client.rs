@@ -6,6 +6,7 @@ use std::{
 };
 
 use bson::doc;
+use mongodb::options::ClientOptions;
 use napi::{bindgen_prelude::PromiseRaw, Env};
 use napi_derive::napi;
 
@@ -58,17 +59,22 @@ pub struct NativeClient {
 impl NativeClient {
     /// Parses the URI, selects a server and checks it answers `ping`, like the official
     /// driver's `MongoClient.connect`. `timeoutMs` and `socketTimeoutMs` (0 or absent: no limit)
-    /// are enforced by rumongo, so the TypeScript layer takes them out of the URI.
+    /// are enforced by rumongo, so the TypeScript layer takes them out of the URI. The URI holds a
+    /// stand-in for the password, which comes apart as `password` (decoded), so that no message
+    /// of the crate that quotes the URI can quote the password.
     #[napi(catch_unwind)]
     pub async fn connect(
         uri: String,
         timeout_ms: Option<i64>,
         socket_timeout_ms: Option<i64>,
+        password: Option<String>,
     ) -> napi::Result<NativeClient> {
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
-        let client = mongodb::Client::with_uri_str(&uri)
-            .await
-            .map_err(Error::from_uri_error)?;
+        let mut options = ClientOptions::parse(&uri).await.map_err(Error::from_uri_error)?;
+        if let (Some(credential), Some(password)) = (options.credential.as_mut(), password) {
+            credential.password = Some(password);
+        }
+        let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;
         let database = client
             .default_database()
             .unwrap_or_else(|| client.database("admin"));

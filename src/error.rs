@@ -88,22 +88,173 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
             "codeName": command.code_name,
             "errorLabels": labels,
         }),
-        ErrorKind::ServerSelection { message, .. } => {
-            json!({ "kind": "serverSelection", "message": message })
+        ErrorKind::ServerSelection { message, .. } => server_selection_payload(message),
+        ErrorKind::Io(io) => {
+            let mut payload = network_payload(io.kind(), &io.to_string(), None);
+            payload["errorLabels"] = json!(labels);
+            payload
         }
-        ErrorKind::Io(_) | ErrorKind::ConnectionPoolCleared { .. } => {
+        ErrorKind::ConnectionPoolCleared { .. } => {
             json!({ "kind": "network", "message": message, "errorLabels": labels })
         }
         ErrorKind::InvalidArgument { message, .. } => {
             json!({ "kind": "invalidArgument", "message": message })
         }
-        ErrorKind::Authentication { message, .. } => json!({ "kind": "authentication", "message": message }),
-        ErrorKind::DnsResolve { message, .. } | ErrorKind::InvalidTlsConfig { message, .. } => {
-            json!({ "kind": "parse", "message": message })
+        ErrorKind::Authentication { message, .. } => match server_refusal(error) {
+            // The server refused the login: its own error, as the official driver reports it
+            // ("Authentication failed.", 18), not the crate's "SCRAM failure: ..." wrapping.
+            Some(refusal) => driver_payload(refusal),
+            None => json!({ "kind": "authentication", "message": message }),
+        },
+        ErrorKind::DnsResolve { message, .. } => {
+            dns_payload(message).unwrap_or_else(|| json!({ "kind": "parse", "message": message }))
         }
+        ErrorKind::InvalidTlsConfig { message, .. } => json!({ "kind": "parse", "message": message }),
         ErrorKind::Shutdown => json!({ "kind": "closed", "message": "client is closed", "what": "client" }),
         _ => json!({ "kind": "driver", "message": message, "errorLabels": labels }),
     }
+}
+
+/// The server's error reply that an authentication error wraps, when there is one.
+fn server_refusal(error: &mongodb::error::Error) -> Option<&mongodb::error::Error> {
+    // The crate keeps it boxed (`Option<Box<Error>>`), so the source's type is the box.
+    let source = std::error::Error::source(error)?.downcast_ref::<Box<mongodb::error::Error>>()?;
+    matches!(source.kind.as_ref(), ErrorKind::Command(_)).then_some(source)
+}
+
+/// The Node.js code of an I/O failure (`ECONNREFUSED`, ...) and the system call Node.js names with
+/// it, as in the official driver's messages (`connect ECONNREFUSED 127.0.0.1:1`).
+fn io_code(kind: std::io::ErrorKind, text: &str) -> Option<(&'static str, &'static str)> {
+    use std::io::ErrorKind as Io;
+    Some(match kind {
+        Io::ConnectionRefused => ("connect", "ECONNREFUSED"),
+        Io::TimedOut => ("connect", "ETIMEDOUT"),
+        Io::HostUnreachable => ("connect", "EHOSTUNREACH"),
+        Io::NetworkUnreachable => ("connect", "ENETUNREACH"),
+        Io::AddrNotAvailable => ("connect", "EADDRNOTAVAIL"),
+        Io::ConnectionReset => ("read", "ECONNRESET"),
+        Io::ConnectionAborted => ("read", "ECONNABORTED"),
+        Io::BrokenPipe => ("write", "EPIPE"),
+        // std's getaddrinfo failure has no kind of its own, only this text.
+        _ if text.contains("failed to lookup address information") => {
+            if text.contains("Temporary failure") {
+                ("getaddrinfo", "EAI_AGAIN")
+            } else {
+                ("getaddrinfo", "ENOTFOUND")
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// A network error in the official driver's words. `address` is the server's `host:port`, when
+/// known: a refused connection reads `connect ECONNREFUSED 127.0.0.1:1`, an unknown host
+/// `getaddrinfo ENOTFOUND db.example.com`.
+fn network_payload(kind: std::io::ErrorKind, text: &str, address: Option<&str>) -> serde_json::Value {
+    let Some((syscall, code)) = io_code(kind, text) else {
+        return json!({ "kind": "network", "message": text });
+    };
+    let target = match (syscall, address) {
+        ("getaddrinfo", Some(address)) => Some(host_of(address)),
+        (_, address) => address,
+    };
+    let message = match target {
+        Some(target) => format!("{syscall} {code} {target}"),
+        None => format!("{syscall} {code}"),
+    };
+    json!({ "kind": "network", "message": message, "code": code, "syscall": syscall, "address": address })
+}
+
+/// `host` of `host:port` (an IPv6 host is bracketed: `[::1]:27017`).
+fn host_of(address: &str) -> &str {
+    address
+        .rsplit_once(':')
+        .map_or(address, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+}
+
+/// A server-selection failure as the official driver reports it: the first server's error as the
+/// message, and each server's address, type and error. The crate gives the topology only as text
+/// (`Topology: { Type: Unknown, Servers: [ { Address: h:p, Type: Unknown, Error: Kind: I/O error:
+/// Connection refused (os error 111), labels: {...}, ... } ] }`), read here and nowhere else.
+fn server_selection_payload(message: &str) -> serde_json::Value {
+    let (summary, topology) = message
+        .split_once(". Topology: { Type: ")
+        .unwrap_or((message, ""));
+    let topology_type = topology.split([',', ' ']).next().unwrap_or("Unknown");
+    let servers: Vec<serde_json::Value> = topology
+        .split("{ Address: ")
+        .skip(1)
+        .filter_map(server_report)
+        .collect();
+    json!({
+        "kind": "serverSelection",
+        "message": format!(
+            "Server selection timed out: {}",
+            summary.trim_start_matches("Server selection timeout: ")
+        ),
+        "topologyType": topology_type,
+        "servers": servers,
+    })
+}
+
+/// One server of a topology's text: `h:p, Type: Unknown, Error: Kind: ..., labels: {...}, ...`.
+fn server_report(entry: &str) -> Option<serde_json::Value> {
+    let (address, rest) = entry.split_once(", Type: ")?;
+    let server_type = rest.split([',', ' ']).next()?;
+    let error = rest.split_once(", Error: Kind: ").and_then(|(_, error)| {
+        let (text, rest) = error.split_once(", labels: {")?;
+        let labels: Vec<&str> = rest
+            .split_once('}')?
+            .0
+            .split(", ")
+            .filter_map(|label| label.strip_prefix('"')?.strip_suffix('"'))
+            .collect();
+        let mut payload = match text.strip_prefix("I/O error: ") {
+            Some(io) => network_payload(io_kind_of(io), io, Some(address)),
+            None => json!({ "kind": "driver", "message": text }),
+        };
+        payload["errorLabels"] = json!(labels);
+        Some(payload)
+    });
+    Some(json!({ "address": address, "type": server_type, "error": error }))
+}
+
+/// The kind of an I/O error known only by its text: from its `(os error N)`.
+fn io_kind_of(text: &str) -> std::io::ErrorKind {
+    text.rsplit_once("(os error ")
+        .and_then(|(_, code)| code.trim_end_matches(')').parse().ok())
+        .map_or(std::io::ErrorKind::Other, |code| {
+            std::io::Error::from_raw_os_error(code).kind()
+        })
+}
+
+/// A failed SRV or TXT lookup, a network condition: the official driver gives Node.js's
+/// `querySrv ENOTFOUND _mongodb._tcp.<host>`. `None` for a DNS answer the crate refuses (records
+/// outside the domain, ...), which is a configuration error.
+fn dns_payload(message: &str) -> Option<serde_json::Value> {
+    let syscall = if message.contains("query_type: TXT") {
+        "queryTxt"
+    } else {
+        "querySrv"
+    };
+    let code = if message.contains("no records found") {
+        "ENOTFOUND"
+    } else if message.contains("timed out") {
+        "ETIMEOUT"
+    } else {
+        return None;
+    };
+    let name = message
+        .split_once("name: Name(\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(name, _)| name.trim_end_matches('.'));
+    let message = match name {
+        Some(name) => format!("{syscall} {code} {name}"),
+        None => format!("{syscall} {code}"),
+    };
+    Some(json!({ "kind": "network", "message": message, "code": code, "syscall": syscall, "hostname": name }))
 }
 
 impl From<Error> for napi::Error {

@@ -3,6 +3,7 @@
  * (`err instanceof MongoServerError`, `err.code === 11000`, ...) keeps working after the switch.
  * @module
  */
+import { getSystemErrorMap } from 'node:util'
 import { BSONError } from 'bson'
 
 /**
@@ -198,8 +199,45 @@ export class MongoSystemError extends MongoError {
   }
 }
 
-/** No suitable server was found within `serverSelectionTimeoutMS`. */
+/** What a server-selection failure knew of one server: its type, and why it is not usable. */
+export interface ServerDescription {
+  address: string
+  /** `'Unknown'` (unreachable), `'Standalone'`, `'RSPrimary'`, `'Mongos'`, ... as in the official driver. */
+  type: string
+  /** The last error talking to it (`MongoNetworkError`: `connect ECONNREFUSED 127.0.0.1:1`), or `null`. */
+  error: MongoError | null
+}
+
+/** The deployment as server selection saw it (the official driver's `TopologyDescription` shape). */
+export class TopologyDescription {
+  constructor(
+    /** `'Unknown'`, `'Single'`, `'ReplicaSetWithPrimary'`, ... as in the official driver. */
+    readonly type: string,
+    /** Each server by `host:port`. */
+    readonly servers: Map<string, ServerDescription>,
+  ) {}
+
+  /** The first server's error, as in the official driver. */
+  get error(): MongoError | null {
+    return [...this.servers.values()].find((server) => server.error !== null)?.error ?? null
+  }
+}
+
+/**
+ * No suitable server was found within `serverSelectionTimeoutMS`. As in the official driver, the
+ * message and `cause` are the first server's error (`connect ECONNREFUSED 127.0.0.1:1`) and
+ * `reason` describes every server.
+ */
 export class MongoServerSelectionError extends MongoSystemError {
+  /** The servers selection considered, each with its error. */
+  reason?: TopologyDescription
+
+  constructor(message: string, reason?: TopologyDescription) {
+    const error = reason?.error ?? undefined
+    super(error?.message ?? message, { cause: error })
+    if (reason) this.reason = reason
+  }
+
   override get name(): string {
     return 'MongoServerSelectionError'
   }
@@ -210,9 +248,16 @@ const NATIVE_ERROR_PREFIX = 'rumongo-error:'
 interface NativeErrorPayload {
   kind: string
   message: string
-  code?: number
+  /** A server error's number, or a network error's Node.js code (`ECONNREFUSED`). */
+  code?: number | string
   codeName?: string
   errorLabels?: string[]
+  /** A network error's system call (`connect`, `getaddrinfo`, `querySrv`) and server (`host:port`). */
+  syscall?: string
+  address?: string | null
+  /** A server-selection failure's topology. */
+  topologyType?: string
+  servers?: { address: string; type: string; error: NativeErrorPayload | null }[]
 }
 
 /**
@@ -247,80 +292,58 @@ const NAPI_STATUS_CODES = new Set([
 ])
 
 /**
- * The secrets (passwords) of every client created in this process, in each spelling an error
- * message may hold them: as given, URI-encoded, form-encoded and JSON-escaped. Kept for the
- * process's lifetime: an error can outlive its client, and a secret is one wherever it appears.
+ * Credentials as they would sit in a message quoting a connection string: the password of its user
+ * info, a `tlsCertificateKeyFilePassword` option. A client's own password never reaches the Rust
+ * driver inside its connection string (see `MongoClient`), so this guards what a message could
+ * quote otherwise, at the cost of one pass over the message, whatever the number of clients.
  */
-const knownSecrets = new Set<string>()
+const QUOTED_CREDENTIALS =
+  /(mongodb(?:\+srv)?:\/\/[^:@/?\s]*:)[^@/?\s]*@|(tlsCertificateKeyFilePassword=)[^&\s]*/gi
 
-/** Adds a client's secrets to those {@link redactSecrets} removes. */
-export function registerSecrets(secrets: Iterable<string>): void {
-  for (const secret of secrets) {
-    if (!secret) continue
-    const spellings = [
-      secret,
-      encodeURIComponent(secret),
-      new URLSearchParams({ s: secret }).toString().slice(2),
-    ]
-    for (const spelling of spellings) {
-      knownSecrets.add(spelling)
-      knownSecrets.add(JSON.stringify(spelling).slice(1, -1))
-    }
-  }
-}
-
-/** Replaces every known secret with `<redacted>` in `error`'s message and stack, and its causes'. */
-export function redactSecrets<T>(error: T): T {
-  if (knownSecrets.size === 0) return error
-  // Longest first: a spelling that contains another is replaced whole.
-  const secrets = [...knownSecrets].sort((a, b) => b.length - a.length)
-  const redact = (text: string) =>
-    secrets.reduce((result, secret) => result.split(secret).join('<redacted>'), text)
-  const seen = new Set<unknown>()
-  for (
-    let current: unknown = error;
-    current instanceof Error && !seen.has(current);
-    current = current.cause
-  ) {
-    seen.add(current)
-    current.message = redact(current.message)
-    if (typeof current.stack === 'string') current.stack = redact(current.stack)
-  }
-  return error
+/** `text` with the credentials it quotes replaced by `<redacted>`. */
+export function redactCredentials(text: string): string {
+  return text.replace(QUOTED_CREDENTIALS, (_, userinfo: string | undefined, option: string | undefined) =>
+    userinfo === undefined ? `${option}<redacted>` : `${userinfo}<redacted>@`,
+  )
 }
 
 /**
- * Rebuilds the typed error that a native call encoded in its message (see src/error.rs), with known
- * secrets redacted. An error napi-rs raised on its own (a caught panic, an argument it could not
+ * Rebuilds the typed error that a native call encoded in its message (see src/error.rs), with the
+ * credentials it quotes redacted. An error napi-rs raised on its own (a caught panic, an argument it could not
  * convert) becomes a `MongoRuntimeError`; any other error (js-bson's, while serializing a filter)
  * passes through.
  */
 export function translateNativeError(error: unknown): unknown {
-  return redactSecrets(rebuildNativeError(error))
-}
-
-function rebuildNativeError(error: unknown): unknown {
   if (!(error instanceof Error)) return error
   if (!error.message.startsWith(NATIVE_ERROR_PREFIX)) {
     const code = (error as { code?: unknown }).code
     if (typeof code === 'string' && NAPI_STATUS_CODES.has(code) && !(error instanceof MongoError)) {
-      return new MongoRuntimeError(`rumongo internal error: ${error.message}`, { cause: error })
+      return new MongoRuntimeError(`rumongo internal error: ${error.message}`)
     }
     return error
   }
-  const payload = JSON.parse(error.message.slice(NATIVE_ERROR_PREFIX.length)) as NativeErrorPayload
-  const { message, errorLabels } = payload
-  const options = { cause: error, errorLabels }
+  return fromPayload(JSON.parse(error.message.slice(NATIVE_ERROR_PREFIX.length)) as NativeErrorPayload)
+}
+
+function fromPayload(payload: NativeErrorPayload): Error {
+  const { errorLabels } = payload
+  const message = redactCredentials(payload.message)
+  // No `cause`: the napi error is only the payload's carrier, not a failure the user could act on.
+  const options = { errorLabels }
   switch (payload.kind) {
     case 'server':
-      return new MongoServerError(message, { ...options, code: payload.code!, codeName: payload.codeName! })
+      return new MongoServerError(message, {
+        ...options,
+        code: payload.code as number,
+        codeName: payload.codeName!,
+      })
     case 'authentication':
       // The server answers a failed SCRAM conversation with code 18, which is what users check.
       return new MongoServerError(message, { ...options, code: 18, codeName: 'AuthenticationFailed' })
     case 'serverSelection':
-      return new MongoServerSelectionError(message, options)
+      return new MongoServerSelectionError(message, topologyOf(payload))
     case 'network':
-      return new MongoNetworkError(message, options)
+      return networkError(message, payload)
     case 'networkTimeout':
       return new MongoNetworkTimeoutError(message, options)
     case 'operationTimeout':
@@ -334,10 +357,62 @@ function rebuildNativeError(error: unknown): unknown {
     case 'closed':
       return new MongoNotConnectedError('Client must be connected before running operations', options)
     case 'bson':
-      return new BSONError(message, { cause: error })
+      return new BSONError(message)
     default:
       return new MongoRuntimeError(message, options)
   }
+}
+
+/** A server-selection payload's servers as the official driver's `TopologyDescription`. */
+function topologyOf(payload: NativeErrorPayload): TopologyDescription {
+  const servers = new Map<string, ServerDescription>()
+  for (const server of payload.servers ?? []) {
+    servers.set(server.address, {
+      address: server.address,
+      // The crate's `RsPrimary` is the official driver's `RSPrimary`.
+      type: server.type.replace(/^Rs/, 'RS'),
+      error: server.error ? (fromPayload(server.error) as MongoError) : null,
+    })
+  }
+  return new TopologyDescription(payload.topologyType ?? 'Unknown', servers)
+}
+
+/** Node.js's `errno` for a network error `code` (getaddrinfo's `ENOTFOUND` is libuv's `EAI_NONAME`). */
+function libuvErrno(code: string): number | undefined {
+  const name = code === 'ENOTFOUND' ? 'EAI_NONAME' : code
+  for (const [errno, [errorName]] of getSystemErrorMap()) if (errorName === name) return errno
+  return undefined
+}
+
+/**
+ * A network error as the official driver gives it: a connection failure is a `MongoNetworkError`
+ * whose `cause` is Node.js's own error for it (`code`, `syscall`, `address`, `port`); a failed
+ * SRV lookup carries Node.js's `code` itself (`querySrv ENOTFOUND _mongodb._tcp.<host>`).
+ */
+function networkError(message: string, payload: NativeErrorPayload): MongoNetworkError {
+  const { code, syscall, errorLabels } = payload
+  if (typeof code !== 'string' || syscall === undefined)
+    return new MongoNetworkError(message, { errorLabels })
+  if (syscall.startsWith('query')) {
+    const error = new MongoNetworkError(message, { errorLabels })
+    error.code = code
+    return error
+  }
+  const system: NodeJS.ErrnoException & { address?: string; port?: number; hostname?: string } =
+    Object.assign(new Error(message), { code, syscall })
+  system.errno = libuvErrno(code)
+  if (payload.address) {
+    // `host:port`, the host of an IPv6 address in brackets.
+    const separator = payload.address.lastIndexOf(':')
+    const host = payload.address.slice(0, separator).replace(/^\[|\]$/g, '')
+    if (syscall === 'getaddrinfo') {
+      system.hostname = host
+    } else {
+      system.address = host
+      system.port = Number(payload.address.slice(separator + 1))
+    }
+  }
+  return new MongoNetworkError(message, { cause: system, errorLabels })
 }
 
 /** Awaits a native call and rethrows its failure as the matching typed error. */

@@ -87,7 +87,9 @@ export {
   MongoServerSelectionError,
   MongoSystemError,
   MongoWorkerPoolError,
+  TopologyDescription,
   type MongoErrorOptions,
+  type ServerDescription,
 } from './errors.js'
 // The BSON types results are made of, from the same `bson` package the official driver uses.
 export {

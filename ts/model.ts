@@ -4,15 +4,17 @@
  * @module
  */
 import { ObjectId, type Document } from 'bson'
-import { describe } from './bson.js'
+import { describe, isBSONOptionName } from './bson.js'
 import type { Collection, WithId } from './collection.js'
 import type { FindCursor } from './cursor/find_cursor.js'
-import { MongoInvalidArgumentError } from './errors.js'
+import { MongoInvalidArgumentError, MongoNotConnectedError } from './errors.js'
 import type { MongoClient } from './mongo_client.js'
 import {
+  FIND,
   isPlainObject,
   type CountDocumentsOptions,
   type DistinctOptions,
+  type EstimatedDocumentCountOptions,
   type FindOptions,
   type Hint,
   type Sort,
@@ -62,6 +64,8 @@ export interface ModelFindOptions extends Omit<FindOptions, 'projection' | 'sort
   projection?: Selection
   /** A driver sort, or Mongoose's string form (`'age -name'`). */
   sort?: Sort
+  /** Accepted for Mongoose code; results are always plain objects, as with `lean`. */
+  lean?: boolean | Document
 }
 
 /** A promise that also has Mongoose's `exec()`, so `Model.countDocuments(f).exec()` keeps working. */
@@ -71,7 +75,8 @@ export type ModelPromise<T> = Promise<T> & { exec(): Promise<T> }
 export interface MongooseModelLike {
   schema: MongooseSchemaLike
   collection: { collectionName: string }
-  db: { name: string }
+  /** The model's connection: its `name` (the database) is set once Mongoose connects. */
+  db: { name?: string }
   discriminators?: Record<string, { schema: MongooseSchemaLike }> | null
   baseModelName?: string
 }
@@ -83,6 +88,8 @@ interface MongooseSchemaLike {
 }
 
 interface MongooseSchemaTypeLike {
+  /** The type's name: `'ObjectId'`, `'String'`, ... */
+  instance?: string
   options?: { select?: boolean }
   /** Set on subdocuments and document arrays. */
   schema?: MongooseSchemaLike
@@ -106,15 +113,24 @@ interface FieldSet {
  * Results are plain objects (as Mongoose `.lean()`), holding only the schema's fields.
  */
 export class Model<TSchema extends Document = Document> {
-  readonly #collection: Collection<TSchema>
+  /** The collection, found when a query is built (a Mongoose model's database is known only then). */
+  readonly #resolveCollection: () => Collection<TSchema>
   readonly #fields: FieldSet
   readonly #hiddenFields: readonly string[]
   readonly #projection: Document
   readonly #options: ModelOptions
+  /** `findById`'s id as the `_id` to look for. */
+  readonly #castId: (id: unknown) => unknown
 
   /** @internal Use `Model.define` or `Model.fromMongoose`. */
-  private constructor(collection: Collection<TSchema>, fields: FieldSet, options: ModelOptions) {
-    this.#collection = collection
+  private constructor(
+    collection: () => Collection<TSchema>,
+    fields: FieldSet,
+    options: ModelOptions,
+    castId: (id: unknown) => unknown,
+  ) {
+    this.#resolveCollection = collection
+    this.#castId = castId
     this.#fields = fields
     this.#hiddenFields = normalizePaths(options.hiddenFields ?? [])
     this.#options = { ...options }
@@ -133,6 +149,15 @@ export class Model<TSchema extends Document = Document> {
     if (typeof (collection as { find?: unknown } | null)?.find !== 'function') {
       throw new MongoInvalidArgumentError(`Model.define expects a collection, got ${describe(collection)}`)
     }
+    return Model.#create(() => collection, fields, options, toObjectId)
+  }
+
+  static #create<T extends Document>(
+    collection: () => Collection<T>,
+    fields: ModelFields,
+    options: ModelOptions,
+    castId: (id: unknown) => unknown,
+  ): Model<T> {
     if (typeof options !== 'object' || options === null) {
       throw new MongoInvalidArgumentError(`Model options must be an object, got ${describe(options)}`)
     }
@@ -157,7 +182,7 @@ export class Model<TSchema extends Document = Document> {
     }
     const discriminatorKey = options.discriminator?.key
     if (discriminatorKey !== undefined) paths.push(discriminatorKey)
-    return new Model(collection, { paths: normalizePaths(paths), includeId }, options)
+    return new Model(collection, { paths: normalizePaths(paths), includeId }, options, castId)
   }
 
   /**
@@ -166,7 +191,9 @@ export class Model<TSchema extends Document = Document> {
    * field by field when they hold `select: false` fields. `select: false` paths are left out (ask for
    * them with `select('+path')`). A discriminator key is kept, a base model reads its
    * discriminators' fields too, and a discriminator model filters on its value. Virtuals, getters,
-   * populate, hooks and validation are not carried over.
+   * populate, hooks and validation are not carried over. The database is the Mongoose connection's
+   * when a query is built, so a model made before `mongoose.connect()` reads the database Mongoose
+   * connects to; a query built before that throws `MongoNotConnectedError`.
    */
   static fromMongoose(model: MongooseModelLike, client: MongoClient, options: ModelOptions = {}): Model {
     if (typeof model?.schema?.paths !== 'object' || typeof model.collection?.collectionName !== 'string') {
@@ -188,12 +215,34 @@ export class Model<TSchema extends Document = Document> {
           value: mapping && !mapping.isRoot && typeof mapping.value === 'string' ? mapping.value : undefined,
         }
       : undefined
-    const collection = client.db(model.db.name).collection(model.collection.collectionName)
-    return Model.define(collection, visible, {
-      ...options,
-      hiddenFields: [...hidden, ...(options.hiddenFields ?? [])],
-      discriminator: options.discriminator ?? discriminator,
-    })
+    const collectionName = model.collection.collectionName
+    let collection: Collection | undefined
+    const resolveCollection = () => {
+      // Read at each query: `fromMongoose` usually runs at import time, before `mongoose.connect()`
+      // names the database (and `useDb()` may change it).
+      const dbName = model.db?.name
+      if (typeof dbName !== 'string' || dbName === '') {
+        throw new MongoNotConnectedError(
+          `Model.fromMongoose: the Mongoose model '${collectionName}' has no database yet; ` +
+            'connect Mongoose (mongoose.connect(uri)) before the first query',
+        )
+      }
+      if (collection?.dbName !== dbName) collection = client.db(dbName).collection(collectionName)
+      return collection
+    }
+    // Mongoose casts findById's id to the schema's `_id` type: an ObjectId unless declared otherwise.
+    const idType = model.schema.paths._id?.instance
+    const castId = idType === undefined || idType === 'ObjectId' ? toObjectId : toAnyId
+    return Model.#create(
+      resolveCollection,
+      visible,
+      {
+        ...options,
+        hiddenFields: [...hidden, ...(options.hiddenFields ?? [])],
+        discriminator: options.discriminator ?? discriminator,
+      },
+      castId,
+    )
   }
 
   /**
@@ -237,7 +286,7 @@ export class Model<TSchema extends Document = Document> {
 
   /** The collection this model reads. */
   get collection(): Collection<TSchema> {
-    return this.#collection
+    return this.#resolveCollection()
   }
 
   /** The schema's fields (without `_id`), as sent in the projection. */
@@ -253,32 +302,42 @@ export class Model<TSchema extends Document = Document> {
   /**
    * Documents matching `filter`, projected to the schema. Returns a query: chain `sort`, `limit`,
    * `skip`, `select`, `where`, ... then `await` it (or `exec()`, or `cursor()` to stream).
-   * The second argument is the driver's find options, or a selection string (`'name age'`).
+   * Mongoose's signature: `projection` narrows the schema's fields (`'name age'`, `'-age'`,
+   * `{ email: 0 }`, `['name']`; `null` for none), `options` are the driver's find options (`sort`
+   * also in Mongoose's string form; `lean` is accepted: results are always plain objects).
+   * @throws MongoInvalidArgumentError on a projection path outside the schema, or find options given
+   * as the projection.
    */
-  find(filter: Document = {}, options: ModelFindOptions | string = {}): ModelQuery<WithId<TSchema>[]> {
-    return new ModelQuery(this.#queryContext(), 'find', checkPlainFilter(filter), normalizeOptions(options))
+  find(
+    filter: Document = {},
+    projection?: Selection | null,
+    options?: ModelFindOptions | null,
+  ): ModelQuery<WithId<TSchema>[]> {
+    return this.#query('find', filter, projection, options)
   }
 
-  /** The first document matching `filter` (projected to the schema), or `null`. */
+  /** The first document matching `filter` (projected to the schema), or `null`; arguments as `find`. */
   findOne(
     filter: Document = {},
-    options: ModelFindOptions | string = {},
+    projection?: Selection | null,
+    options?: ModelFindOptions | null,
   ): ModelQuery<WithId<TSchema> | null> {
-    return new ModelQuery(
-      this.#queryContext(),
-      'findOne',
-      checkPlainFilter(filter),
-      normalizeOptions(options),
-    )
+    return this.#query('findOne', filter, projection, options)
   }
 
   /**
-   * The document with this `_id`, or `null`. `id` is an ObjectId or its 24-digit hex string; any
-   * other value is used as the `_id` as given (no casting).
-   * @throws MongoInvalidArgumentError on a string that is not 24 hex digits.
+   * The document with this `_id`, or `null`; `projection` and `options` as in `find`. `id` is an
+   * ObjectId or its 24-digit hex string; `undefined` is `null` (Mongoose's `findById`); any other
+   * value is used as the `_id` as given (no casting). A model from a Mongoose schema whose `_id` is
+   * not an ObjectId (`_id: String`, ...) uses every id as given.
+   * @throws MongoInvalidArgumentError on a string that is not 24 hex digits (ObjectId `_id`s).
    */
-  findById(id: unknown, options: ModelFindOptions | string = {}): ModelQuery<WithId<TSchema> | null> {
-    return this.findOne({ _id: toId(id) }, options)
+  findById(
+    id: unknown,
+    projection?: Selection | null,
+    options?: ModelFindOptions | null,
+  ): ModelQuery<WithId<TSchema> | null> {
+    return this.findOne({ _id: this.#castId(id) }, projection, options)
   }
 
   /** Number of documents matching `filter`. */
@@ -287,8 +346,8 @@ export class Model<TSchema extends Document = Document> {
   }
 
   /** Number of documents in the collection from its metadata (fast, may be approximate). */
-  estimatedDocumentCount(): ModelPromise<number> {
-    return withExec(this.#collection.estimatedDocumentCount())
+  estimatedDocumentCount(options: EstimatedDocumentCountOptions = {}): ModelPromise<number> {
+    return withExec(this.collection.estimatedDocumentCount(options))
   }
 
   /**
@@ -308,7 +367,7 @@ export class Model<TSchema extends Document = Document> {
 
   /** Filters are passed through uncast, so the schema's type cannot check them. */
   get #untyped(): Collection {
-    return this.#collection as unknown as Collection
+    return this.collection as unknown as Collection
   }
 
   /** A field is readable when it is a schema field, inside one, or the `_id`. */
@@ -327,6 +386,25 @@ export class Model<TSchema extends Document = Document> {
       result = { ...result, [discriminator.key]: discriminator.value }
     }
     return result
+  }
+
+  #query<TResult>(
+    kind: 'find' | 'findOne',
+    filter: Document,
+    projection: unknown,
+    options: ModelFindOptions | null | undefined,
+  ): ModelQuery<TResult> {
+    const query = new ModelQuery<TResult>(
+      this.#queryContext(),
+      kind,
+      checkPlainFilter(filter),
+      checkFindOptions(kind, options),
+    )
+    if (projection !== undefined && projection !== null) {
+      checkNotFindOptions(kind, projection, (path) => this.#isReadable(path))
+      query.select(projection as Selection)
+    }
+    return query
   }
 
   #queryContext(): QueryContext {
@@ -537,13 +615,32 @@ function defineFields(target: Document, source: Document): void {
   for (const [key, value] of Object.entries(source)) defineField(target, key, value)
 }
 
-/** The second argument of `find`/`findOne`: options, or a selection string. */
-function normalizeOptions(options: ModelFindOptions | string): ModelFindOptions {
-  if (typeof options === 'string') return { projection: options }
+/** The options of `find`/`findOne` (Mongoose's third argument); `lean` is what rumongo always does. */
+function checkFindOptions(method: string, options: ModelFindOptions | null | undefined): ModelFindOptions {
+  if (options === undefined || options === null) return {}
   if (!isPlainObject(options)) {
-    throw new MongoInvalidArgumentError(`find options must be an object or string, got ${describe(options)}`)
+    throw new MongoInvalidArgumentError(`${method} options must be an object, got ${describe(options)}`)
   }
-  return options
+  const { lean: _lean, ...rest } = options
+  return rest
+}
+
+/**
+ * Refuses a projection that is find options (`find(filter, { sort, limit })`, the driver's
+ * signature): Mongoose reads the second argument as the projection, and so does rumongo.
+ */
+function checkNotFindOptions(method: string, projection: unknown, isReadable: (path: string) => boolean) {
+  if (!isPlainObject(projection)) return
+  const option = Object.keys(projection).find(
+    (key) => (key in FIND.options || isBSONOptionName(key)) && !isReadable(key),
+  )
+  if (option !== undefined) {
+    throw new MongoInvalidArgumentError(
+      `${method}(filter, projection, options): the second argument is the projection, as in Mongoose, ` +
+        `and '${option}' is a ${method === 'findOne' ? 'find' : method} option, not a schema field; ` +
+        `pass options third: ${method}(filter, null, { ${option}: ... })`,
+    )
+  }
 }
 
 function checkPath(path: unknown): asserts path is string {
@@ -686,7 +783,7 @@ function parseSortString(sort: string): [string, 1 | -1][] {
 }
 
 /** An `_id` from `findById`: ObjectId hex strings become ObjectIds; other values pass through. */
-function toId(id: unknown): unknown {
+function toObjectId(id: unknown): unknown {
   if (typeof id === 'string') {
     if (!/^[0-9a-fA-F]{24}$/.test(id)) {
       throw new MongoInvalidArgumentError(
@@ -695,10 +792,12 @@ function toId(id: unknown): unknown {
     }
     return ObjectId.createFromHexString(id)
   }
-  if (id === undefined || id === null) {
-    throw new MongoInvalidArgumentError(`findById expects an id, got ${describe(id)}`)
-  }
-  return id
+  return toAnyId(id)
+}
+
+/** An `_id` from `findById` as given: Mongoose does `if (typeof id === 'undefined') id = null`. */
+function toAnyId(id: unknown): unknown {
+  return id === undefined ? null : id
 }
 
 function withExec<T>(promise: Promise<T>): ModelPromise<T> {

@@ -18,7 +18,6 @@ import {
   MongoInvalidArgumentError,
   MongoNotConnectedError,
   MongoParseError,
-  registerSecrets,
 } from './errors.js'
 import { NativeClient, type NativeCollection } from './native.cjs'
 
@@ -123,7 +122,15 @@ const UNSUPPORTED_CLIENT_OPTIONS = [
   'mongodbLogComponentSeverities',
 ]
 
-const URI_PATTERN = /^(mongodb(?:\+srv)?:\/\/)(?:([^@/]*)@)?([^/?]*)(\/[^?]*)?(\?.*)?$/
+/**
+ * The connection string's parts, split as mongodb-connection-string-url (the official driver's
+ * parser) splits them: user info up to the first `@`, a user name without `:` or `@`.
+ */
+const URI_PATTERN =
+  /^(?<scheme>[^/]+:\/\/)(?:(?<username>[^:@]*)(?::(?<password>[^@]*))?@)?(?<hosts>(?!:)[^/?@]*)(?<rest>.*)$/s
+
+/** Characters the user info must percent-encode (the official driver's list). */
+const UNESCAPED_USERINFO = /[:/?#[\]@]/
 
 interface ParsedUri {
   scheme: string
@@ -133,17 +140,48 @@ interface ParsedUri {
   query: string
 }
 
+/**
+ * Splits a connection string, checking its user info exactly as the official driver does, with
+ * its messages, before anything else reads it: a password with an unescaped `?`, `@`, `/` or `:`
+ * must fail here, where no message quotes it, rather than be read as a host or an option.
+ */
 function parseUri(uri: unknown): ParsedUri {
   if (typeof uri !== 'string')
     throw new MongoParseError(`connection string must be a string, got ${describe(uri)}`)
-  const match = URI_PATTERN.exec(uri)
-  if (!match) {
+  if (!uri.startsWith('mongodb://') && !uri.startsWith('mongodb+srv://')) {
     throw new MongoParseError(
       'Invalid scheme, expected connection string to start with "mongodb://" or "mongodb+srv://"',
     )
   }
-  const [, scheme, userinfo, hosts, path = '', query = ''] = match
-  return { scheme: scheme!, userinfo, hosts: hosts!, path, query }
+  const match = URI_PATTERN.exec(uri)
+  if (!match) throw new MongoParseError('Invalid connection string')
+  const { scheme, username, password, hosts, rest } = match.groups as Record<string, string | undefined>
+  if (!hosts) throw new MongoParseError('Protocol and host list are required in the uri')
+  for (const part of [username, password]) {
+    try {
+      decodeURIComponent(part ?? '')
+    } catch (error) {
+      // "URI malformed": the official message, which quotes nothing.
+      throw new MongoParseError((error as Error).message)
+    }
+  }
+  if (username !== undefined && UNESCAPED_USERINFO.test(username)) {
+    throw new MongoParseError(`Username contains unescaped characters ${username}`)
+  }
+  if (!username || !password) {
+    const afterScheme = uri.slice(scheme!.length)
+    if (afterScheme.startsWith('@') || afterScheme.startsWith(':')) {
+      throw new MongoParseError('URI contained empty userinfo section')
+    }
+  }
+  if (password !== undefined && UNESCAPED_USERINFO.test(password)) {
+    throw new MongoParseError('Password contains unescaped characters')
+  }
+  if (/^[^/?]*@/.test(rest!)) throw new MongoParseError('Invalid connection string')
+  const [, path = '', query = ''] = /^(\/[^?]*)?(\?.*)?$/s.exec(rest!) ?? []
+  const userinfo =
+    username === undefined ? undefined : password === undefined ? username : `${username}:${password}`
+  return { scheme: scheme!, userinfo, hosts, path, query }
 }
 
 /** Client time limits rumongo enforces itself (the Rust driver has neither option). */
@@ -201,28 +239,20 @@ function buildUri(parsed: ParsedUri, options: MongoClientOptions): { uri: string
 }
 
 /**
- * The secrets a client is given: the connection string's password, `auth.password` and
- * `tlsCertificateKeyFilePassword` (option or connection string).
+ * What the Rust driver reads in place of the password: the password goes to it apart from the
+ * connection string, so that no message of the crate quoting the string can quote the password.
  */
-function clientSecrets(parsed: ParsedUri, options: MongoClientOptions): string[] {
-  const secrets: string[] = []
-  const uriPassword = parsed.userinfo?.split(':').slice(1).join(':')
-  if (uriPassword) secrets.push(uriPassword, decodeLeniently(uriPassword))
-  if (typeof options.auth?.password === 'string') secrets.push(options.auth.password)
-  if (typeof options.tlsCertificateKeyFilePassword === 'string')
-    secrets.push(options.tlsCertificateKeyFilePassword)
-  for (const [key, value] of new URLSearchParams(parsed.query.slice(1))) {
-    if (key.toLowerCase() === 'tlscertificatekeyfilepassword') secrets.push(value)
-  }
-  return secrets
-}
+const PASSWORD_STAND_IN = 'redacted'
 
-/** `text` percent-decoded, or as it is when it is not valid percent-encoding. */
-function decodeLeniently(text: string): string {
-  try {
-    return decodeURIComponent(text)
-  } catch {
-    return text
+/** The connection string with a stand-in for its password, and the password (decoded). */
+function separatePassword(uri: string): { uri: string; password: string | undefined } {
+  const parsed = parseUri(uri)
+  const separator = parsed.userinfo?.indexOf(':') ?? -1
+  if (separator < 0) return { uri, password: undefined }
+  const username = parsed.userinfo!.slice(0, separator)
+  return {
+    uri: `${parsed.scheme}${username}:${PASSWORD_STAND_IN}@${parsed.hosts}${parsed.path}${parsed.query}`,
+    password: decodeURIComponent(parsed.userinfo!.slice(separator + 1)),
   }
 }
 
@@ -278,11 +308,13 @@ export class Db {
 
 /**
  * A client for a MongoDB deployment. Operations connect it on first use; `close()` ends it.
- * Its passwords (connection string, `auth`, `tlsCertificateKeyFilePassword`) never appear in the
- * errors rumongo raises, from any operation, or in `util.inspect`.
+ * Its password (connection string or `auth`) reaches the Rust driver apart from the connection
+ * string, so that no error message can quote it; neither it nor the connection string shows in
+ * `util.inspect`.
  */
 export class MongoClient {
   readonly #uri: string
+  readonly #password: string | undefined
   readonly #timeouts: ClientTimeouts
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
@@ -294,9 +326,10 @@ export class MongoClient {
       throw new MongoInvalidArgumentError(`client options must be an object, got ${describe(options)}`)
     }
     const parsed = parseUri(url)
-    registerSecrets(clientSecrets(parsed, options))
     const { uri, timeouts } = buildUri(parsed, options)
-    this.#uri = uri
+    const separated = separatePassword(uri)
+    this.#uri = separated.uri
+    this.#password = separated.password
     this.#timeouts = timeouts
     this.#defaultDb = decodeURIComponent(parsed.path.slice(1)) || 'test'
     this.#bsonOptions = resolveBSONOptions(options, DEFAULT_BSON_OPTIONS)
@@ -341,12 +374,12 @@ export class MongoClient {
       return Promise.reject(new MongoNotConnectedError('Client must be connected before running operations'))
     }
     const { timeoutMS, socketTimeoutMS } = this.#timeouts
-    this.#native ??= callNative(() => NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS)).catch(
-      (error: unknown) => {
-        this.#native = null
-        throw error
-      },
-    )
+    this.#native ??= callNative(() =>
+      NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS, this.#password),
+    ).catch((error: unknown) => {
+      this.#native = null
+      throw error
+    })
     return this.#native
   }
 
