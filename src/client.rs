@@ -14,6 +14,7 @@ use crate::{
     cursor::CursorSlot,
     deadline::ClientTimeouts,
     error::{Error, Result},
+    events::{EventCallback, Monitor},
     task::spawn,
 };
 
@@ -52,6 +53,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[napi]
 pub struct NativeClient {
     state: Arc<ClientState>,
+    monitor: Option<Arc<Monitor>>,
 }
 
 #[napi]
@@ -59,16 +61,26 @@ impl NativeClient {
     /// Parses the URI, selects a server and checks it answers `ping`, like the official
     /// driver's `MongoClient.connect`. `timeoutMs` and `socketTimeoutMs` (0 or absent: no limit)
     /// are enforced by rumongo, so the TypeScript layer takes them out of the URI.
+    /// `events` receives the monitoring events JS listens to (`eventMask`, see `events.rs`);
+    /// command events only with `monitorCommands`.
     #[napi(catch_unwind)]
     pub async fn connect(
         uri: String,
         timeout_ms: Option<i64>,
         socket_timeout_ms: Option<i64>,
+        events: Option<EventCallback>,
+        event_mask: Option<u32>,
+        monitor_commands: Option<bool>,
     ) -> napi::Result<NativeClient> {
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
-        let client = mongodb::Client::with_uri_str(&uri)
+        let mut options = mongodb::options::ClientOptions::parse(&uri)
             .await
             .map_err(Error::from_uri_error)?;
+        let monitor = events.map(|callback| Monitor::new(callback, event_mask.unwrap_or(0)));
+        if let Some(monitor) = &monitor {
+            monitor.install(&mut options, monitor_commands.unwrap_or(false));
+        }
+        let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;
         let database = client
             .default_database()
             .unwrap_or_else(|| client.database("admin"));
@@ -83,7 +95,16 @@ impl NativeClient {
                 cursors: Mutex::new(Vec::new()),
                 timeouts,
             }),
+            monitor,
         })
+    }
+
+    /// Sets which monitoring events JS listens to (bits in `monitoringEventNames()` order).
+    #[napi(catch_unwind)]
+    pub fn set_event_mask(&self, mask: u32) {
+        if let Some(monitor) = &self.monitor {
+            monitor.listen(mask);
+        }
     }
 
     /// A handle on `db.collection`; no I/O.

@@ -20,6 +20,7 @@ import {
   MongoParseError,
   registerSecrets,
 } from './errors.js'
+import { ClientMonitor, TypedEventEmitter, type MongoClientEvents } from './events.js'
 import { NativeClient } from './native.cjs'
 
 /**
@@ -42,6 +43,11 @@ export interface MongoClientOptions extends BSONOptions {
   maxPoolSize?: number
   maxStalenessSeconds?: number
   minPoolSize?: number
+  /**
+   * Emit `commandStarted`, `commandSucceeded` and `commandFailed` events (off by default, as in
+   * the official driver). Pool and server events are emitted to their listeners either way.
+   */
+  monitorCommands?: boolean
   readConcernLevel?: string
   readPreference?: string
   replicaSet?: string
@@ -112,7 +118,6 @@ const URI_OPTIONS = new Set<string>([
 /** Official driver options that change behaviour rumongo does not implement: rejected, not ignored. */
 const UNSUPPORTED_CLIENT_OPTIONS = [
   'autoEncryption',
-  'monitorCommands',
   'proxyHost',
   'proxyPort',
   'proxyUsername',
@@ -226,6 +231,14 @@ function decodeLeniently(text: string): string {
   }
 }
 
+/** `monitorCommands` as the official driver reads it: a boolean, or "true" / "false". */
+function parseMonitorCommands(value: unknown): boolean {
+  if (value === undefined) return false
+  if (value === true || value === 'true') return true
+  if (value === false || value === 'false') return false
+  throw new MongoParseError('monitorCommands must be either "true" or "false"')
+}
+
 /** A database's collections. Get one with `client.db(name)`. */
 export class Db {
   readonly #client: MongoClient
@@ -275,18 +288,26 @@ export class Db {
  * Its passwords (connection string, `auth`, `tlsCertificateKeyFilePassword`) never appear in the
  * errors rumongo raises, from any operation, or in `util.inspect`.
  */
-export class MongoClient {
+export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   readonly #uri: string
   readonly #timeouts: ClientTimeouts
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
+  readonly #monitorCommands: boolean
+  /** @internal Relays the native client's monitoring events to this emitter's listeners. */
+  readonly monitor: ClientMonitor
   #native: Promise<NativeClient> | null = null
+  /** The native client once connected: told at once when the set of listened events changes. */
+  #connected: NativeClient | null = null
   #closed = false
 
   constructor(url: string, options: MongoClientOptions = {}) {
+    super()
     if (typeof options !== 'object' || options === null) {
       throw new MongoInvalidArgumentError(`client options must be an object, got ${describe(options)}`)
     }
+    this.#monitorCommands = parseMonitorCommands(options.monitorCommands)
+    this.monitor = new ClientMonitor(this, (mask) => this.#connected?.setEventMask(mask))
     const parsed = parseUri(url)
     registerSecrets(clientSecrets(parsed, options))
     const { uri, timeouts } = buildUri(parsed, options)
@@ -294,6 +315,12 @@ export class MongoClient {
     this.#timeouts = timeouts
     this.#defaultDb = decodeURIComponent(parsed.path.slice(1)) || 'test'
     this.#bsonOptions = resolveBSONOptions(options, DEFAULT_BSON_OPTIONS)
+  }
+
+  /** @internal */
+  protected override listenersChanged(): void {
+    // Called by EventEmitter methods, the first time from the base constructor's own setup.
+    this.monitor?.listenersChanged()
   }
 
   /** Creates a client and connects it. */
@@ -335,13 +362,30 @@ export class MongoClient {
       return Promise.reject(new MongoNotConnectedError('Client must be connected before running operations'))
     }
     const { timeoutMS, socketTimeoutMS } = this.#timeouts
-    this.#native ??= callNative(() => NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS)).catch(
-      (error: unknown) => {
-        this.#native = null
-        throw error
-      },
-    )
+    this.#native ??= this.#connectNative(timeoutMS, socketTimeoutMS).catch((error: unknown) => {
+      this.#native = null
+      throw error
+    })
     return this.#native
+  }
+
+  async #connectNative(timeoutMS?: number, socketTimeoutMS?: number): Promise<NativeClient> {
+    const monitor = this.monitor
+    monitor.openTopology()
+    const native = await callNative(() =>
+      NativeClient.connect(
+        this.#uri,
+        timeoutMS,
+        socketTimeoutMS,
+        monitor.receive,
+        monitor.mask,
+        this.#monitorCommands,
+      ),
+    )
+    // Listeners added or removed while connecting.
+    native.setEventMask(monitor.mask)
+    this.#connected = native
+    return native
   }
 
   /**
@@ -358,6 +402,7 @@ export class MongoClient {
     this.#closed = true
     const native = this.#native
     this.#native = null
+    this.#connected = null
     const client = await native?.catch(() => null)
     if (client) await callNative(() => client.close())
   }

@@ -1,0 +1,437 @@
+// Monitoring events: command, connection-pool and server events against the official driver's for
+// the same calls; nothing crosses from the native client without a listener; a throwing listener;
+// WorkerPool workers' events stay in the workers.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Long, MongoClient as OfficialClient, type Document } from 'mongodb'
+import {
+  CommandFailedEvent,
+  CommandStartedEvent,
+  CommandSucceededEvent,
+  MongoClient,
+  MongoParseError,
+  MongoServerError,
+  WorkerPool,
+} from 'rumongo'
+import { firstDifference, uniqueDbName, uri } from './setup/helpers.js'
+
+const DOCUMENT_COUNT = 5
+let dbName: string
+let seed: OfficialClient
+
+beforeAll(async () => {
+  dbName = uniqueDbName('monitoring')
+  seed = await OfficialClient.connect(uri)
+  await seed
+    .db(dbName)
+    .collection('items')
+    .insertMany(
+      Array.from({ length: DOCUMENT_COUNT }, (_, i) => ({ _id: i, i, tag: i % 2 ? 'odd' : 'even' })),
+    )
+})
+
+afterAll(async () => {
+  await seed.db(dbName).dropDatabase()
+  await seed.close()
+})
+
+type AnyClient = OfficialClient | MongoClient
+type CommandEvent = CommandStartedEvent | CommandSucceededEvent | CommandFailedEvent
+const COMMAND_EVENTS = ['commandStarted', 'commandSucceeded', 'commandFailed'] as const
+
+/** The events `names` that `client` emits from now on. */
+function record<T = CommandEvent>(client: AnyClient, names: readonly string[]): T[] {
+  const events: T[] = []
+  for (const name of names) (client as OfficialClient).on(name, (event: T) => events.push(event))
+  return events
+}
+
+/** Removes the command listeners. */
+function stop(client: AnyClient) {
+  for (const name of COMMAND_EVENTS) (client as OfficialClient).removeAllListeners(name)
+}
+
+/** Lets events already queued by the native client reach JS. */
+const settle = () => new Promise((resolve) => setTimeout(resolve, 50))
+
+/**
+ * The reads of the issue, each a separate round of commands, on either driver. Batch sizes are
+ * given where a cursor is read to its end: without one, rumongo sizes `toArray()` batches itself
+ * (2,000 documents, MIGRATION.md) where the official driver sends none.
+ */
+const READS: [string, (client: AnyClient) => Promise<unknown>][] = [
+  [
+    'find + getMore',
+    (c) =>
+      coll(c)
+        .find({ i: { $gte: 0 } }, { batchSize: 2 })
+        .toArray(),
+  ],
+  [
+    'find + killCursors',
+    async (c) => {
+      const cursor = unprefetched(coll(c).find({}, { batchSize: 2, sort: { i: 1 } }))
+      await cursor.next()
+      await cursor.close()
+    },
+  ],
+  ['findOne', (c) => coll(c).findOne({ tag: 'odd' }, { projection: { i: 1 } })],
+  [
+    'aggregate',
+    (c) =>
+      coll(c)
+        .aggregate([{ $match: { i: { $lt: 4 } } }], { batchSize: 3 })
+        .toArray(),
+  ],
+  ['countDocuments', (c) => coll(c).countDocuments({ tag: 'even' })],
+  ['distinct', (c) => coll(c).distinct('tag', { i: { $gt: 0 } })],
+  ['estimatedDocumentCount', (c) => coll(c).estimatedDocumentCount()],
+  [
+    'failing aggregate',
+    (c) =>
+      coll(c)
+        .aggregate([{ $nonexistentStage: 1 }], { batchSize: 1 })
+        .toArray()
+        .catch((error: unknown) => error),
+  ],
+]
+
+/**
+ * The cursor without rumongo's read-ahead: by default rumongo sends the next getMores while the
+ * caller reads (`prefetch`, README), where the official driver sends one when its buffer is empty.
+ */
+function unprefetched<T extends object>(cursor: T): T {
+  if ('prefetch' in cursor) (cursor.prefetch as (count: number) => unknown)(0)
+  return cursor
+}
+
+function captureError(run: () => unknown): Error {
+  try {
+    run()
+  } catch (error) {
+    return error as Error
+  }
+  throw new Error('expected an error')
+}
+
+function coll(client: AnyClient) {
+  return (client as OfficialClient).db(dbName).collection('items')
+}
+
+/**
+ * Command fields that legitimately differ between the drivers, left out of the comparison:
+ * - `lsid`: each driver's own implicit session id;
+ * - `$clusterTime`, `$readPreference`: gossip and routing fields each driver adds according to
+ *   the topology it sees (the embedded server sends none, listed for real deployments);
+ * - the values of cursor ids (`getMore`, `killCursors.cursors`, replies' `cursor.id` and
+ *   `cursorsKilled`): each driver has its own cursor, so they are compared as references to the
+ *   reply that opened the cursor, with their type.
+ */
+const IGNORED_COMMAND_FIELDS = ['lsid', '$clusterTime', '$readPreference']
+
+/** A command event reduced to what must be equal between the drivers, key order aside. */
+function comparable(event: CommandEvent, cursorIds: Map<string, unknown>): Document {
+  const base = {
+    type: event.constructor.name,
+    commandName: event.commandName,
+    databaseName: event.databaseName,
+  }
+  if (event.name === 'commandStarted') {
+    const command: Document = {}
+    for (const key of Object.keys(event.command).sort()) {
+      const value = event.command[key]
+      // The official driver holds `sort` as a Map, which it serializes as the same document.
+      if (!IGNORED_COMMAND_FIELDS.includes(key))
+        command[key] = value instanceof Map ? Object.fromEntries(value) : value
+    }
+    if ('getMore' in command) command.getMore = cursorRef(command.getMore, cursorIds)
+    if ('cursors' in command) command.cursors = command.cursors.map((id: unknown) => cursorRef(id, cursorIds))
+    return { ...base, command }
+  }
+  if (event.name === 'commandSucceeded') {
+    const reply = { ...event.reply }
+    if (reply.cursor) {
+      const { id, ...cursor } = reply.cursor
+      if (id !== 0) cursorIds.set(String(id), `cursor #${cursorIds.size}`)
+      // The id's value differs between the drivers' cursors; its type and zero-ness do not.
+      reply.cursor = { ...cursor, id: id === 0 ? 0 : `${typeof id} ${cursorIds.get(String(id))}` }
+    }
+    if (reply.cursorsKilled)
+      reply.cursorsKilled = reply.cursorsKilled.map((id: unknown) => cursorRef(id, cursorIds))
+    return { ...base, reply }
+  }
+  const failure = event.failure as MongoServerError
+  return { ...base, failure: [failure.constructor.name, failure.message, failure.code, failure.codeName] }
+}
+
+function cursorRef(id: unknown, cursorIds: Map<string, unknown>): string {
+  const kind = id instanceof Long ? 'Long' : typeof id
+  return `${kind} ${cursorIds.get(String(id)) ?? 'unknown cursor'}`
+}
+
+describe('command monitoring', () => {
+  let official: OfficialClient
+  let rumongo: MongoClient
+
+  beforeAll(async () => {
+    official = await OfficialClient.connect(uri, { monitorCommands: true })
+    rumongo = await MongoClient.connect(uri, { monitorCommands: true })
+  })
+
+  afterAll(async () => {
+    await Promise.all([official.close(), rumongo.close()])
+  })
+
+  it.each(READS)('%s: the same command events as the official driver', async (_name, read) => {
+    const expected = record(official, COMMAND_EVENTS)
+    const actual = record(rumongo, COMMAND_EVENTS)
+    const [officialResult, rumongoResult] = [await read(official), await read(rumongo)]
+    await settle()
+    stop(official)
+    stop(rumongo)
+
+    expect(actual.length).toBeGreaterThan(0)
+    const officialIds = new Map<string, unknown>()
+    const rumongoIds = new Map<string, unknown>()
+    expect(actual.map((event) => comparable(event, rumongoIds))).toEqual(
+      expected.map((event) => comparable(event, officialIds)),
+    )
+    // Each command's end pairs with its start by requestId, in the same order.
+    for (let i = 0; i < actual.length; i += 2) {
+      expect(actual[i]).toBeInstanceOf(CommandStartedEvent)
+      expect(actual[i + 1]!.requestId).toBe(actual[i]!.requestId)
+    }
+    expect(new Set(actual.map((event) => event.requestId)).size).toBe(actual.length / 2)
+    // The event objects carry the official fields, with the same types.
+    for (const [index, event] of actual.entries()) {
+      const reference = expected[index]!
+      expect(Object.keys(event).sort()).toEqual(Object.keys(reference).sort())
+      expect(typeof event.duration).toBe(typeof (reference as CommandSucceededEvent).duration)
+      expect(event.address).toBe(reference.address)
+      expect(typeof event.connectionId).toBe(typeof reference.connectionId)
+      expect(typeof event.serverConnectionId).toBe(typeof reference.serverConnectionId)
+    }
+    if (officialResult instanceof Error) {
+      expect(rumongoResult).toBeInstanceOf(MongoServerError)
+      expect((actual.at(-1) as CommandFailedEvent).failure).toBeInstanceOf(MongoServerError)
+    }
+  })
+
+  it('commandStarted holds the cursor id the reply gave, as a Long (getMore, killCursors)', async () => {
+    const events = record(rumongo, COMMAND_EVENTS)
+    const cursor = unprefetched(coll(rumongo).find({}, { batchSize: 2 }))
+    await cursor.next()
+    await cursor.next()
+    await cursor.next()
+    await cursor.close()
+    await settle()
+    stop(rumongo)
+    const [, found, getMore, , kill] = events as [
+      never,
+      CommandSucceededEvent,
+      CommandStartedEvent,
+      never,
+      CommandStartedEvent,
+    ]
+    expect(getMore.command.getMore).toBeInstanceOf(Long)
+    expect(String(getMore.command.getMore)).toBe(String(found.reply.cursor.id))
+    expect(kill.command.cursors.map(String)).toEqual([String(found.reply.cursor.id)])
+  })
+
+  it('a listener that throws does not fail the read; the error becomes a process warning', async () => {
+    // The official driver emits synchronously inside the command, so its read rejects with the
+    // listener's error; rumongo's events arrive after the command left, on the event loop.
+    const warnings: Error[] = []
+    const onWarning = (warning: Error) => warnings.push(warning)
+    process.on('warning', onWarning)
+    const boom = new Error('listener failure')
+    rumongo.on('commandStarted', () => {
+      throw boom
+    })
+    const seen = record(rumongo, ['commandSucceeded'])
+    try {
+      const result = await coll(rumongo).findOne({ i: 3 })
+      expect(result).toEqual({ _id: 3, i: 3, tag: 'odd' })
+      await settle()
+      expect(seen.map((event) => event.commandName)).toEqual(['find'])
+      expect(warnings).toContain(boom)
+    } finally {
+      process.off('warning', onWarning)
+      stop(rumongo)
+    }
+  })
+
+  it('monitorCommands takes what the official driver takes, with its error', () => {
+    for (const value of [true, false, 'true', 'false']) {
+      expect(() => new MongoClient(uri, { monitorCommands: value as boolean })).not.toThrow()
+    }
+    for (const value of ['yes', 1]) {
+      const official = captureError(() => new OfficialClient(uri, { monitorCommands: value as boolean }))
+      const ours = captureError(() => new MongoClient(uri, { monitorCommands: value as boolean }))
+      expect(ours).toBeInstanceOf(MongoParseError)
+      expect([ours.constructor.name, ours.message]).toEqual([official.constructor.name, official.message])
+    }
+  })
+
+  it('without monitorCommands, command listeners get nothing (as the official driver)', async () => {
+    const plain = new MongoClient(uri)
+    const officialPlain = new OfficialClient(uri)
+    try {
+      const events = record(plain, COMMAND_EVENTS)
+      const officialEvents = record(officialPlain, COMMAND_EVENTS)
+      await coll(plain).findOne({})
+      await coll(officialPlain).findOne({})
+      await settle()
+      expect(events).toEqual([])
+      expect(officialEvents).toEqual([])
+      expect(plain.monitor.crossings).toBe(0)
+    } finally {
+      await Promise.all([plain.close(), officialPlain.close()])
+    }
+  })
+})
+
+describe('no listener, no crossing', () => {
+  it('no event crosses from the native client unless a listener for it exists', async () => {
+    const client = new MongoClient(uri, { monitorCommands: true })
+    try {
+      for (const [, read] of READS) await read(client)
+      await settle()
+      expect(client.monitor.crossings).toBe(0)
+
+      // One listener: only its events cross.
+      const checkedIn = record(client, ['connectionCheckedIn'])
+      await coll(client).findOne({})
+      await settle()
+      expect(checkedIn.length).toBe(1)
+      expect(client.monitor.crossings).toBe(1)
+
+      // Removed again: nothing crosses.
+      client.removeAllListeners('connectionCheckedIn')
+      await coll(client).findOne({})
+      await settle()
+      expect(client.monitor.crossings).toBe(1)
+    } finally {
+      await client.close()
+    }
+  })
+})
+
+describe('connection pool and server events', () => {
+  const POOL_EVENTS = [
+    'connectionPoolCreated',
+    'connectionPoolReady',
+    'connectionPoolCleared',
+    'connectionPoolClosed',
+    'connectionCreated',
+    'connectionReady',
+    'connectionClosed',
+    'connectionCheckOutStarted',
+    'connectionCheckOutFailed',
+    'connectionCheckedOut',
+    'connectionCheckedIn',
+  ]
+  const TOPOLOGY_EVENTS = ['topologyOpening', 'serverOpening', 'topologyClosed', 'serverClosed']
+  type Named = { name: string; connectionId?: unknown; reason?: string; address?: string }
+
+  async function lifecycle(client: AnyClient) {
+    const events = record<Named>(client, [...POOL_EVENTS, ...TOPOLOGY_EVENTS])
+    await client.connect()
+    await settle()
+    const connected = events.splice(0)
+    await coll(client).findOne({ i: 1 })
+    await settle()
+    const checkout = events.splice(0)
+    await client.close()
+    await settle()
+    return { connected, checkout, closed: events.splice(0) }
+  }
+
+  it('connect, checkout and close emit the official events and shapes', async () => {
+    const official = await lifecycle(new OfficialClient(uri))
+    const rumongo = await lifecycle(new MongoClient(uri))
+    const names = (events: Named[]) => events.map((event) => event.name)
+
+    // rumongo's connect() checks the server with a ping (official: only with credentials), so
+    // it also checks a connection out and in; the official driver opens its pool lazily.
+    expect(names(rumongo.connected)).toEqual(
+      expect.arrayContaining([
+        'topologyOpening',
+        'serverOpening',
+        'connectionPoolCreated',
+        'connectionCreated',
+      ]),
+    )
+    expect(names(official.connected)).toEqual(
+      expect.arrayContaining(['topologyOpening', 'serverOpening', 'connectionPoolCreated']),
+    )
+    expect(names(rumongo.checkout)).toEqual(names(official.checkout))
+    expect(names(rumongo.checkout)).toEqual([
+      'connectionCheckOutStarted',
+      'connectionCheckedOut',
+      'connectionCheckedIn',
+    ])
+    const [, out, back] = rumongo.checkout
+    expect(back!.connectionId).toBe(out!.connectionId)
+    expect(typeof out!.connectionId).toBe('number')
+    expect(new Set(names(rumongo.closed))).toEqual(new Set(names(official.closed)))
+    expect(rumongo.closed.find((event) => event.name === 'connectionClosed')!.reason).toBe('poolClosed')
+    // Same fields, same types, for every event both drivers emitted.
+    for (const event of [...rumongo.connected, ...rumongo.checkout, ...rumongo.closed]) {
+      const reference = [...official.connected, ...official.checkout, ...official.closed].find(
+        (candidate) => candidate.name === event.name,
+      )
+      if (!reference) continue
+      const keys = Object.keys(reference).filter((key) => key !== 'options')
+      expect(
+        Object.keys(event)
+          .filter((key) => key !== 'options')
+          .sort(),
+        event.name,
+      ).toEqual(keys.sort())
+      for (const key of keys) {
+        const difference = firstDifference(
+          typeName((event as Document)[key]),
+          typeName((reference as Document)[key]),
+        )
+        expect(difference, `${event.name}.${key}`).toBeUndefined()
+      }
+      if (event.address !== undefined) expect(event.address).toBe(reference.address)
+    }
+  })
+
+  function typeName(value: unknown): string {
+    return value === null ? 'null' : typeof value === 'object' ? value.constructor.name : typeof value
+  }
+
+  it('a listener added after connecting receives the pool events', async () => {
+    const client = await MongoClient.connect(uri)
+    try {
+      const events = record<Named>(client, ['connectionCheckOutStarted', 'connectionCheckedOut'])
+      await coll(client).estimatedDocumentCount()
+      await settle()
+      expect(events.map((event) => event.name)).toEqual(['connectionCheckOutStarted', 'connectionCheckedOut'])
+    } finally {
+      await client.close()
+    }
+  })
+})
+
+describe('WorkerPool', () => {
+  it("the workers' command events stay in the workers", async () => {
+    const client = await MongoClient.connect(uri, { monitorCommands: true })
+    const pool = await WorkerPool.create({ uri, size: 1, clientOptions: { monitorCommands: true } })
+    try {
+      const events = record(client, COMMAND_EVENTS)
+      const count = await pool.reduce(dbName, 'items', {}, {}, (n: number) => n + 1, 0)
+      expect(count).toBe(DOCUMENT_COUNT)
+      await coll(client).findOne({})
+      await settle()
+      // Only the main client's own findOne.
+      expect(events.map((event) => event.commandName)).toEqual(['find', 'find'])
+      expect(client.monitor.crossings).toBe(2)
+    } finally {
+      await pool.close()
+      await client.close()
+    }
+  })
+})

@@ -1,0 +1,383 @@
+//! Monitoring events (commands, connection pool, server discovery) from the crate's event handlers
+//! to JS, where `ts/events.ts` rebuilds the official driver's event classes.
+//!
+//! Each event crosses as one BSON document (a `Buffer`) through a weak, non-blocking threadsafe
+//! function, and only when JS listens to that event name: the listener mask (`EVENT_NAMES` bit
+//! order) is read with one atomic load before anything is built. The command handler, which makes
+//! the crate parse every command and reply into a `Document`, is installed only for
+//! `monitorCommands: true`; the pool and server handlers are always installed (the crate builds
+//! those small events only to hand them over) so that a listener added after connecting works.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
+use mongodb::{
+    event::{
+        cmap::{CmapEvent, ConnectionCheckoutFailedReason, ConnectionClosedReason},
+        command::{CommandEvent, ConnectionInfo},
+        sdam::{SdamEvent, TopologyDescription},
+        EventHandler,
+    },
+    options::{ClientOptions, ServerAddress},
+    ServerInfo,
+};
+use napi::{
+    bindgen_prelude::Buffer,
+    threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode},
+    Status,
+};
+use napi_derive::napi;
+
+use crate::error::Error;
+
+/// The JS function that receives events: one BSON document per call, not kept alive by this
+/// reference (a client that is never closed does not hold the process open).
+pub type EventCallback = ThreadsafeFunction<Buffer, (), Buffer, Status, false, true>;
+
+/// The official driver's event names; an event's bit in the listener mask is its index here.
+const EVENT_NAMES: [&str; 23] = [
+    "commandStarted",
+    "commandSucceeded",
+    "commandFailed",
+    "connectionPoolCreated",
+    "connectionPoolReady",
+    "connectionPoolCleared",
+    "connectionPoolClosed",
+    "connectionCreated",
+    "connectionReady",
+    "connectionClosed",
+    "connectionCheckOutStarted",
+    "connectionCheckOutFailed",
+    "connectionCheckedOut",
+    "connectionCheckedIn",
+    "serverOpening",
+    "serverClosed",
+    "serverDescriptionChanged",
+    "topologyOpening",
+    "topologyClosed",
+    "topologyDescriptionChanged",
+    "serverHeartbeatStarted",
+    "serverHeartbeatSucceeded",
+    "serverHeartbeatFailed",
+];
+
+/// The monitoring event names in listener-mask bit order (bit `i` is `1 << i`).
+#[napi]
+pub fn monitoring_event_names() -> Vec<&'static str> {
+    EVENT_NAMES.to_vec()
+}
+
+fn bit(name: &str) -> u32 {
+    let index = EVENT_NAMES.iter().position(|known| *known == name);
+    1 << index.expect("every event name sent is in EVENT_NAMES")
+}
+
+/// A client's link to its JS event emitter.
+pub struct Monitor {
+    callback: EventCallback,
+    listened: AtomicU32,
+    /// The database of each command in flight: the crate's success and failure events lack it.
+    databases: Mutex<HashMap<i32, String>>,
+}
+
+impl Monitor {
+    pub fn new(callback: EventCallback, listened: u32) -> Arc<Self> {
+        Arc::new(Self {
+            callback,
+            listened: AtomicU32::new(listened),
+            databases: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Sets which events JS listens to (`EVENT_NAMES` bits).
+    pub fn listen(&self, mask: u32) {
+        self.listened.store(mask, Ordering::Relaxed);
+    }
+
+    fn wants(&self, name: &str) -> bool {
+        self.listened.load(Ordering::Relaxed) & bit(name) != 0
+    }
+
+    /// Sends `event` (its `name` field first) when JS listens to `name`; `build` runs only then.
+    fn emit(&self, name: &'static str, build: impl FnOnce(&mut Document)) {
+        if !self.wants(name) {
+            return;
+        }
+        let mut event = doc! { "name": name };
+        build(&mut event);
+        // An event that does not serialize (it cannot: every field is built here) is dropped
+        // rather than failing the operation it describes.
+        if let Ok(bytes) = event.to_vec() {
+            self.callback
+                .call(bytes.into(), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+
+    /// Installs the handlers on `options`; the command handler only when `monitor_commands`.
+    pub fn install(self: &Arc<Self>, options: &mut ClientOptions, monitor_commands: bool) {
+        if monitor_commands {
+            let monitor = self.clone();
+            options.command_event_handler = Some(EventHandler::callback(move |event| monitor.command(event)));
+        }
+        let monitor = self.clone();
+        options.cmap_event_handler = Some(EventHandler::callback(move |event| monitor.pool(event)));
+        let monitor = self.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event| monitor.server(event)));
+    }
+
+    fn command(&self, event: CommandEvent) {
+        let mut databases = self.databases.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            CommandEvent::Started(event) => {
+                databases.insert(event.request_id, event.db.clone());
+                drop(databases);
+                self.emit("commandStarted", |out| {
+                    connection_fields(out, &event.connection, event.service_id);
+                    out.insert("requestId", event.request_id);
+                    out.insert("databaseName", event.db);
+                    out.insert("commandName", event.command_name);
+                    out.insert("command", document_bytes(&event.command));
+                });
+            }
+            CommandEvent::Succeeded(event) => {
+                let database = databases.remove(&event.request_id);
+                drop(databases);
+                self.emit("commandSucceeded", |out| {
+                    connection_fields(out, &event.connection, event.service_id);
+                    out.insert("requestId", event.request_id);
+                    out.insert("databaseName", database);
+                    out.insert("commandName", event.command_name);
+                    out.insert("duration", millis(event.duration));
+                    out.insert("reply", document_bytes(&event.reply));
+                });
+            }
+            CommandEvent::Failed(event) => {
+                let database = databases.remove(&event.request_id);
+                drop(databases);
+                self.emit("commandFailed", |out| {
+                    connection_fields(out, &event.connection, event.service_id);
+                    out.insert("requestId", event.request_id);
+                    out.insert("databaseName", database);
+                    out.insert("commandName", event.command_name);
+                    out.insert("duration", millis(event.duration));
+                    out.insert("failure", error_payload(event.failure));
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn pool(&self, event: CmapEvent) {
+        match event {
+            CmapEvent::PoolCreated(event) => self.emit("connectionPoolCreated", |out| {
+                out.insert("address", address(&event.address));
+                let mut options = Document::new();
+                if let Some(pool) = event.options {
+                    if let Some(max) = pool.max_pool_size {
+                        options.insert("maxPoolSize", max as i64);
+                    }
+                    if let Some(min) = pool.min_pool_size {
+                        options.insert("minPoolSize", min as i64);
+                    }
+                    if let Some(idle) = pool.max_idle_time {
+                        options.insert("maxIdleTimeMS", idle.as_millis() as i64);
+                    }
+                }
+                out.insert("options", options);
+            }),
+            CmapEvent::PoolReady(event) => self.emit("connectionPoolReady", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            CmapEvent::PoolCleared(event) => self.emit("connectionPoolCleared", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("serviceId", event.service_id);
+                out.insert("interruptInUseConnections", event.interrupt_in_use_connections);
+            }),
+            CmapEvent::PoolClosed(event) => self.emit("connectionPoolClosed", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            CmapEvent::ConnectionCreated(event) => self.emit("connectionCreated", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+            }),
+            CmapEvent::ConnectionReady(event) => self.emit("connectionReady", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+                out.insert("durationMS", millis(event.duration));
+            }),
+            CmapEvent::ConnectionClosed(event) => self.emit("connectionClosed", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+                // The official driver has no "dropped" reason (a connection lost to a cancelled
+                // operation): it reports such a connection as closed by an error.
+                let reason = match event.reason {
+                    ConnectionClosedReason::Stale => "stale",
+                    ConnectionClosedReason::Idle => "idle",
+                    ConnectionClosedReason::PoolClosed => "poolClosed",
+                    _ => "error",
+                };
+                out.insert("reason", reason);
+            }),
+            CmapEvent::ConnectionCheckoutStarted(event) => self.emit("connectionCheckOutStarted", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            CmapEvent::ConnectionCheckoutFailed(event) => self.emit("connectionCheckOutFailed", |out| {
+                out.insert("address", address(&event.address));
+                let reason = match event.reason {
+                    ConnectionCheckoutFailedReason::Timeout => "timeout",
+                    _ => "connectionError",
+                };
+                out.insert("reason", reason);
+                out.insert("durationMS", millis(event.duration));
+            }),
+            CmapEvent::ConnectionCheckedOut(event) => self.emit("connectionCheckedOut", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+                out.insert("durationMS", millis(event.duration));
+            }),
+            CmapEvent::ConnectionCheckedIn(event) => self.emit("connectionCheckedIn", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+            }),
+            _ => {}
+        }
+    }
+
+    fn server(&self, event: SdamEvent) {
+        match event {
+            SdamEvent::ServerOpening(event) => self.emit("serverOpening", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            SdamEvent::ServerClosed(event) => self.emit("serverClosed", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            SdamEvent::ServerDescriptionChanged(event) => self.emit("serverDescriptionChanged", |out| {
+                out.insert("address", address(&event.address));
+                out.insert(
+                    "previousDescription",
+                    server_description(&event.previous_description),
+                );
+                out.insert("newDescription", server_description(&event.new_description));
+            }),
+            SdamEvent::TopologyOpening(_) => self.emit("topologyOpening", |_| {}),
+            SdamEvent::TopologyClosed(_) => self.emit("topologyClosed", |_| {}),
+            SdamEvent::TopologyDescriptionChanged(event) => self.emit("topologyDescriptionChanged", |out| {
+                out.insert(
+                    "previousDescription",
+                    topology_description(&event.previous_description),
+                );
+                out.insert("newDescription", topology_description(&event.new_description));
+            }),
+            SdamEvent::ServerHeartbeatStarted(event) => self.emit("serverHeartbeatStarted", |out| {
+                out.insert("connectionId", address(&event.server_address));
+                out.insert("awaited", event.awaited);
+            }),
+            SdamEvent::ServerHeartbeatSucceeded(event) => self.emit("serverHeartbeatSucceeded", |out| {
+                out.insert("connectionId", address(&event.server_address));
+                out.insert("awaited", event.awaited);
+                out.insert("duration", millis(event.duration));
+                out.insert("reply", document_bytes(&event.reply));
+            }),
+            SdamEvent::ServerHeartbeatFailed(event) => self.emit("serverHeartbeatFailed", |out| {
+                out.insert("connectionId", address(&event.server_address));
+                out.insert("awaited", event.awaited);
+                out.insert("duration", millis(event.duration));
+                out.insert("failure", error_payload(event.failure));
+            }),
+            _ => {}
+        }
+    }
+}
+
+fn address(address: &ServerAddress) -> String {
+    address.to_string()
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// A document as raw bytes, for JS to decode with the options the official driver uses for it.
+fn document_bytes(document: &Document) -> Bson {
+    let bytes = document.to_vec().unwrap_or_default();
+    Bson::Binary(Binary {
+        subtype: BinarySubtype::Generic,
+        bytes,
+    })
+}
+
+/// The error as the payload `ts/errors.ts` rebuilds into the class a failed read rejects with.
+fn error_payload(error: mongodb::error::Error) -> String {
+    napi::Error::from(Error::Driver(error)).reason
+}
+
+fn connection_fields(
+    out: &mut Document,
+    connection: &ConnectionInfo,
+    service_id: Option<bson::oid::ObjectId>,
+) {
+    out.insert("address", address(&connection.address));
+    out.insert("connectionId", connection.id as i64);
+    out.insert("serviceId", service_id);
+    out.insert("serverConnectionId", connection.server_id);
+}
+
+fn server_description(description: &ServerInfo<'_>) -> Document {
+    let mut out = doc! {
+        "address": address(description.address()),
+        "type": description.server_type().to_string(),
+    };
+    if let Some(rtt) = description.average_round_trip_time() {
+        out.insert("roundTripTime", millis(rtt));
+    }
+    if let Some(time) = description.last_update_time() {
+        out.insert("lastUpdateTime", time.timestamp_millis());
+    }
+    if let Some(version) = description.min_wire_version() {
+        out.insert("minWireVersion", version);
+    }
+    if let Some(version) = description.max_wire_version() {
+        out.insert("maxWireVersion", version);
+    }
+    if let Some(name) = description.replica_set_name() {
+        out.insert("setName", name);
+    }
+    if let Some(version) = description.replica_set_version() {
+        out.insert("setVersion", version);
+    }
+    if let Some(error) = description.error() {
+        out.insert("error", error_payload(error.clone()));
+    }
+    out
+}
+
+fn topology_description(description: &TopologyDescription) -> Document {
+    let mut servers = Document::new();
+    for (server, info) in description.servers() {
+        servers.insert(address(server), server_description(&info));
+    }
+    let mut out = doc! {
+        "type": format!("{:?}", description.topology_type()),
+        "servers": servers,
+    };
+    if let Some(name) = description.set_name() {
+        out.insert("setName", name.as_str());
+    }
+    if let Some(version) = description.max_set_version() {
+        out.insert("maxSetVersion", version);
+    }
+    if let Some(id) = description.max_election_id() {
+        out.insert("maxElectionId", id);
+    }
+    if let Some(error) = description.compatibility_error() {
+        out.insert("compatibilityError", error.as_str());
+    }
+    out
+}
