@@ -1,6 +1,9 @@
 // Monitoring events: command, connection-pool and server events against the official driver's for
 // the same calls; nothing crosses from the native client without a listener; a throwing listener;
 // WorkerPool workers' events stay in the workers.
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Long, MongoClient as OfficialClient, type Document } from 'mongodb'
 import {
@@ -433,5 +436,57 @@ describe('WorkerPool', () => {
       await pool.close()
       await client.close()
     }
+  })
+})
+
+describe('OpenTelemetry', () => {
+  interface FinishedSpan {
+    name: string
+    kind: number
+    attributes: Record<string, unknown>
+    status: { code: number; message?: string }
+    parent: string | null
+    sameTrace: boolean
+    withinParent: boolean
+  }
+
+  /**
+   * A span as both drivers must make it. `db.query.text` is compared as parsed JSON with sorted
+   * keys: its keys follow each driver's command, and the Rust driver orders a command's fields
+   * differently (same fields, same "?" placeholders).
+   */
+  function comparableSpan({ withinParent: _, ...span }: FinishedSpan) {
+    const { 'db.query.text': text, ...attributes } = span.attributes
+    return { ...span, attributes: { ...attributes, statement: sortKeys(JSON.parse(text as string)) } }
+  }
+
+  function sortKeys(value: unknown): unknown {
+    if (Array.isArray(value)) return value.map(sortKeys)
+    if (typeof value !== 'object' || value === null) return value
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, sortKeys((value as Document)[key])]),
+    )
+  }
+
+  it('every read makes the spans @opentelemetry/instrumentation-mongodb makes for the official driver', async () => {
+    const script = new URL('./fixtures/otel_spans.mjs', import.meta.url)
+    const { stdout } = await promisify(execFile)(process.execPath, [fileURLToPath(script), uri, dbName], {
+      timeout: 60_000,
+    })
+    const { official, rumongo, untraced } = JSON.parse(stdout) as Record<string, FinishedSpan[]>
+    expect(official!.length).toBeGreaterThan(8)
+    expect(rumongo!.map(comparableSpan)).toEqual(official!.map(comparableSpan))
+    expect(rumongo!.every((span) => span.sameTrace)).toBe(true)
+    // Each span lies within its parent's time, except killCursors: rumongo's cursor.close()
+    // returns once the cursor is dropped, and the Rust driver kills it from a task of its own.
+    expect(rumongo!.filter((span) => !span.withinParent && !span.name.startsWith('killCursors'))).toEqual([])
+    // The failing aggregate: an error status with the server's message.
+    expect(rumongo!.filter((span) => span.status.code === 2).map((span) => span.name)).toEqual([
+      'aggregate $cmd',
+    ])
+    // tracing: false: none.
+    expect(untraced).toEqual([])
   })
 })

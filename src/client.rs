@@ -62,7 +62,7 @@ impl NativeClient {
     /// driver's `MongoClient.connect`. `timeoutMs` and `socketTimeoutMs` (0 or absent: no limit)
     /// are enforced by rumongo, so the TypeScript layer takes them out of the URI.
     /// `events` receives the monitoring events JS listens to (`eventMask`, see `events.rs`);
-    /// command events only with `monitorCommands`.
+    /// command events only with `monitorCommands`, or `traceCommands` (OpenTelemetry spans).
     #[napi(catch_unwind)]
     pub async fn connect(
         uri: String,
@@ -71,6 +71,7 @@ impl NativeClient {
         events: Option<EventCallback>,
         event_mask: Option<u32>,
         monitor_commands: Option<bool>,
+        trace_commands: Option<bool>,
     ) -> napi::Result<NativeClient> {
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
         let mut options = mongodb::options::ClientOptions::parse(&uri)
@@ -78,7 +79,8 @@ impl NativeClient {
             .map_err(Error::from_uri_error)?;
         let monitor = events.map(|callback| Monitor::new(callback, event_mask.unwrap_or(0)));
         if let Some(monitor) = &monitor {
-            monitor.install(&mut options, monitor_commands.unwrap_or(false));
+            let commands = monitor_commands.unwrap_or(false) || trace_commands.unwrap_or(false);
+            monitor.install(&mut options, commands);
         }
         let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;
         let database = client

@@ -9,12 +9,14 @@
 //! those small events only to hand them over) so that a listener added after connecting works.
 
 use std::{
-    collections::HashMap,
+    cell::Cell,
+    collections::{HashMap, VecDeque},
+    future::Future,
     sync::{
         atomic::{AtomicU32, Ordering},
         Arc, Mutex,
     },
-    time::Duration,
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
@@ -74,6 +76,71 @@ pub fn monitoring_event_names() -> Vec<&'static str> {
     EVENT_NAMES.to_vec()
 }
 
+thread_local! {
+    /// The trace tag JS gives the native call it is about to make (0: none); see `traced`.
+    static NEXT_TRACE: Cell<u32> = const { Cell::new(0) };
+}
+
+tokio::task_local! {
+    /// The trace tag of the operation a future runs for: its command events carry it.
+    static TRACE: u32;
+}
+
+/// Tags the operations the next native calls on this thread start with `trace` (0 clears it),
+/// so that their command events name the JS context (an OpenTelemetry span) they belong to.
+#[napi]
+pub fn trace_next_calls(trace: u32) {
+    NEXT_TRACE.with(|next| next.set(trace));
+}
+
+/// `future` with the trace tag JS set for the current native call, if any. Reads the tag now,
+/// on the JS thread, not when the future first runs on a tokio thread.
+pub fn traced<F: Future>(future: F) -> impl Future<Output = F::Output> {
+    let trace = NEXT_TRACE.with(Cell::get);
+    async move {
+        match trace {
+            0 => future.await,
+            trace => TRACE.scope(trace, future).await,
+        }
+    }
+}
+
+fn current_trace() -> u32 {
+    TRACE.try_with(|trace| *trace).unwrap_or(0)
+}
+
+/// The traces of cursors closed open by traced operations, oldest first: the crate kills such a
+/// cursor from a task of its own, where the trace is not set. The next killCursors without a trace
+/// takes the oldest (the crate exposes no cursor id to match on).
+static PENDING_KILLS: Mutex<VecDeque<(u32, Instant)>> = Mutex::new(VecDeque::new());
+
+/// How long a closed cursor's kill may take to start before its trace is forgotten.
+const KILL_GRACE: Duration = Duration::from_secs(1);
+
+/// Records that the current operation is about to drop an open cursor (which kills it).
+pub fn expect_kill() {
+    let trace = current_trace();
+    if trace != 0 {
+        let mut pending = PENDING_KILLS.lock().unwrap_or_else(|e| e.into_inner());
+        pending.push_back((trace, Instant::now()));
+    }
+}
+
+fn kill_trace() -> u32 {
+    let mut pending = PENDING_KILLS.lock().unwrap_or_else(|e| e.into_inner());
+    while let Some((trace, at)) = pending.pop_front() {
+        if at.elapsed() < KILL_GRACE {
+            return trace;
+        }
+    }
+    0
+}
+
+fn now_millis() -> f64 {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH);
+    now.map(|since| since.as_secs_f64() * 1000.0).unwrap_or(0.0)
+}
+
 fn bit(name: &str) -> u32 {
     let index = EVENT_NAMES.iter().position(|known| *known == name);
     1 << index.expect("every event name sent is in EVENT_NAMES")
@@ -83,8 +150,9 @@ fn bit(name: &str) -> u32 {
 pub struct Monitor {
     callback: EventCallback,
     listened: AtomicU32,
-    /// The database of each command in flight: the crate's success and failure events lack it.
-    databases: Mutex<HashMap<i32, String>>,
+    /// The database and trace of each command in flight: the crate's success and failure events
+    /// lack the database, and a killCursors ends outside the traced task.
+    in_flight: Mutex<HashMap<i32, (String, u32)>>,
 }
 
 impl Monitor {
@@ -92,7 +160,7 @@ impl Monitor {
         Arc::new(Self {
             callback,
             listened: AtomicU32::new(listened),
-            databases: Mutex::new(HashMap::new()),
+            in_flight: Mutex::new(HashMap::new()),
         })
     }
 
@@ -107,9 +175,29 @@ impl Monitor {
 
     /// Sends `event` (its `name` field first) when JS listens to `name`; `build` runs only then.
     fn emit(&self, name: &'static str, build: impl FnOnce(&mut Document)) {
-        if !self.wants(name) {
+        if self.wants(name) {
+            self.send(name, build);
+        }
+    }
+
+    /// Sends a command event when JS listens to it or it belongs to a traced operation; the
+    /// trace tag and the time are added for the span, the rest (`build`) only for a listener.
+    fn emit_command(&self, name: &'static str, trace: u32, build: impl FnOnce(&mut Document)) {
+        let listened = self.wants(name);
+        if trace == 0 && !listened {
             return;
         }
+        self.send(name, |event| {
+            if trace != 0 {
+                event.insert("trace", trace as i64);
+                event.insert("time", now_millis());
+            }
+            event.insert("listened", listened);
+            build(event);
+        });
+    }
+
+    fn send(&self, name: &'static str, build: impl FnOnce(&mut Document)) {
         let mut event = doc! { "name": name };
         build(&mut event);
         // An event that does not serialize (it cannot: every field is built here) is dropped
@@ -120,9 +208,10 @@ impl Monitor {
         }
     }
 
-    /// Installs the handlers on `options`; the command handler only when `monitor_commands`.
-    pub fn install(self: &Arc<Self>, options: &mut ClientOptions, monitor_commands: bool) {
-        if monitor_commands {
+    /// Installs the handlers on `options`; the command handler only when `commands` (command
+    /// monitoring or tracing is on: it makes the crate parse every command and reply).
+    pub fn install(self: &Arc<Self>, options: &mut ClientOptions, commands: bool) {
+        if commands {
             let monitor = self.clone();
             options.command_event_handler = Some(EventHandler::callback(move |event| monitor.command(event)));
         }
@@ -133,12 +222,16 @@ impl Monitor {
     }
 
     fn command(&self, event: CommandEvent) {
-        let mut databases = self.databases.lock().unwrap_or_else(|e| e.into_inner());
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         match event {
             CommandEvent::Started(event) => {
-                databases.insert(event.request_id, event.db.clone());
-                drop(databases);
-                self.emit("commandStarted", |out| {
+                let trace = match current_trace() {
+                    0 if event.command_name == "killCursors" => kill_trace(),
+                    trace => trace,
+                };
+                in_flight.insert(event.request_id, (event.db.clone(), trace));
+                drop(in_flight);
+                self.emit_command("commandStarted", trace, |out| {
                     connection_fields(out, &event.connection, event.service_id);
                     out.insert("requestId", event.request_id);
                     out.insert("databaseName", event.db);
@@ -147,21 +240,25 @@ impl Monitor {
                 });
             }
             CommandEvent::Succeeded(event) => {
-                let database = databases.remove(&event.request_id);
-                drop(databases);
-                self.emit("commandSucceeded", |out| {
+                let (database, trace) = in_flight.remove(&event.request_id).unzip();
+                drop(in_flight);
+                let listened = self.wants("commandSucceeded");
+                self.emit_command("commandSucceeded", trace.unwrap_or(0), |out| {
                     connection_fields(out, &event.connection, event.service_id);
                     out.insert("requestId", event.request_id);
                     out.insert("databaseName", database);
                     out.insert("commandName", event.command_name);
                     out.insert("duration", millis(event.duration));
-                    out.insert("reply", document_bytes(&event.reply));
+                    // A span does not need the reply: only a listener pays for its bytes.
+                    if listened {
+                        out.insert("reply", document_bytes(&event.reply));
+                    }
                 });
             }
             CommandEvent::Failed(event) => {
-                let database = databases.remove(&event.request_id);
-                drop(databases);
-                self.emit("commandFailed", |out| {
+                let (database, trace) = in_flight.remove(&event.request_id).unzip();
+                drop(in_flight);
+                self.emit_command("commandFailed", trace.unwrap_or(0), |out| {
                     connection_fields(out, &event.connection, event.service_id);
                     out.insert("requestId", event.request_id);
                     out.insert("databaseName", database);

@@ -21,6 +21,7 @@ use napi_derive::napi;
 use crate::{
     batch::on_rayon,
     error::{Error, Result},
+    events::traced,
 };
 
 /// Runs `future` on the tokio runtime and returns a Promise of its result.
@@ -29,6 +30,7 @@ where
     T: 'static + Send + ToNapiValue,
     F: 'static + Send + Future<Output = Result<T>>,
 {
+    let future = traced(future);
     env.spawn_future(async move {
         AssertUnwindSafe(future)
             .catch_unwind()

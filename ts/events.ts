@@ -7,6 +7,7 @@ import { EventEmitter } from 'node:events'
 import { deserialize, Long, type Document, type ObjectId } from 'bson'
 import { translateNativeError } from './errors.js'
 import { monitoringEventNames } from './native.cjs'
+import type { CommandTracer } from './telemetry.js'
 
 /** A listener of any event. */
 export type GenericListener = (...args: any[]) => void
@@ -141,7 +142,7 @@ export class CommandStartedEvent {
     this.requestId = raw.requestId
     this.databaseName = raw.databaseName
     this.commandName = raw.commandName
-    this.command = decodeCommand(raw.command.buffer, raw.commandName)
+    this.command = raw.decodedCommand ?? decodeCommand(raw.command.buffer, raw.commandName)
     this.serverConnectionId = serverConnectionId(raw.serverConnectionId)
   }
 }
@@ -537,6 +538,8 @@ export class ClientMonitor {
   readonly #onMask: (mask: number) => void
   #topologyId = 0
   #lastMask = 0
+  /** Makes OpenTelemetry spans from traced command events, while tracing is on. */
+  tracer: CommandTracer | null = null
   /** How many events crossed from the native client: tests prove none cross without listeners. */
   crossings = 0
 
@@ -568,12 +571,31 @@ export class ClientMonitor {
     this.#topologyId = nextTopologyId++
   }
 
+  /** Starts or ends the span of a traced command; keeps what it decoded for the event. */
+  #trace(raw: RawEvent): void {
+    const tracer = this.tracer
+    if (!tracer) return
+    const fields = raw as RawEvent & Parameters<CommandTracer['started']>[0]
+    if (raw.name === 'commandStarted') {
+      raw.decodedCommand = decodeCommand(raw.command.buffer, raw.commandName)
+      tracer.started(fields, raw.decodedCommand)
+    } else if (raw.name === 'commandFailed') {
+      raw.decodedFailure = decodeFailure(raw.failure)
+      tracer.ended(fields, raw.decodedFailure)
+    } else {
+      tracer.ended(fields)
+    }
+  }
+
   /** Receives one native event document (the threadsafe function's JS side). */
   readonly receive = (bytes: Buffer): void => {
     this.crossings++
     let event: object
     try {
       const raw = deserialize(bytes) as RawEvent
+      if (raw.trace !== undefined) this.#trace(raw)
+      // A command event that only crossed for its span.
+      if (raw.listened === false) return
       event = new EVENT_CLASSES[raw.name](raw, this.#topologyId)
     } catch (error) {
       process.emitWarning(`rumongo: a monitoring event could not be decoded: ${String(error)}`)

@@ -22,6 +22,7 @@ import {
 } from './errors.js'
 import { ClientMonitor, TypedEventEmitter, type MongoClientEvents } from './events.js'
 import { NativeClient } from './native.cjs'
+import { CommandTracer, startTracing, tracerProviderRegistered } from './telemetry.js'
 
 /**
  * Client options: the connection-string options (same names as in the URI and the official
@@ -54,6 +55,12 @@ export interface MongoClientOptions extends BSONOptions {
   retryReads?: boolean
   serverMonitoringMode?: 'auto' | 'poll' | 'stream'
   serverSelectionTimeoutMS?: number
+  /**
+   * OpenTelemetry spans for this client's commands, as `@opentelemetry/instrumentation-mongodb`
+   * makes them for the official driver: on (the default) when `@opentelemetry/api` is installed and
+   * a tracer provider is registered when the client connects; `false` turns them off.
+   */
+  tracing?: boolean
   /**
    * Bound on each round trip to the server (a command or a getMore; server selection and waiting
    * for a pooled connection included); fails with `MongoNetworkTimeoutError`. `0` (the default):
@@ -294,6 +301,8 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
   readonly #monitorCommands: boolean
+  readonly #tracing: boolean
+  #tracingClaim: { release(): void } | null = null
   /** @internal Relays the native client's monitoring events to this emitter's listeners. */
   readonly monitor: ClientMonitor
   #native: Promise<NativeClient> | null = null
@@ -307,6 +316,10 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
       throw new MongoInvalidArgumentError(`client options must be an object, got ${describe(options)}`)
     }
     this.#monitorCommands = parseMonitorCommands(options.monitorCommands)
+    if (options.tracing !== undefined && typeof options.tracing !== 'boolean') {
+      throw new MongoInvalidArgumentError(`tracing must be a boolean, got ${describe(options.tracing)}`)
+    }
+    this.#tracing = options.tracing ?? true
     this.monitor = new ClientMonitor(this, (mask) => this.#connected?.setEventMask(mask))
     const parsed = parseUri(url)
     registerSecrets(clientSecrets(parsed, options))
@@ -372,6 +385,7 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   async #connectNative(timeoutMS?: number, socketTimeoutMS?: number): Promise<NativeClient> {
     const monitor = this.monitor
     monitor.openTopology()
+    const tracing = this.#tracing && tracerProviderRegistered()
     const native = await callNative(() =>
       NativeClient.connect(
         this.#uri,
@@ -380,8 +394,13 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
         monitor.receive,
         monitor.mask,
         this.#monitorCommands,
+        tracing,
       ),
     )
+    if (tracing) {
+      monitor.tracer = new CommandTracer()
+      this.#tracingClaim = startTracing()
+    }
     // Listeners added or removed while connecting.
     native.setEventMask(monitor.mask)
     this.#connected = native
@@ -405,6 +424,8 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     this.#connected = null
     const client = await native?.catch(() => null)
     if (client) await callNative(() => client.close())
+    this.#tracingClaim?.release()
+    this.#tracingClaim = null
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
