@@ -141,10 +141,7 @@ function comparable(event: CommandEvent, cursorIds: Map<string, unknown>): Docum
   if (event.name === 'commandStarted') {
     const command: Document = {}
     for (const key of Object.keys(event.command).sort()) {
-      const value = event.command[key]
-      // The official driver holds `sort` as a Map, which it serializes as the same document.
-      if (!IGNORED_COMMAND_FIELDS.includes(key))
-        command[key] = value instanceof Map ? Object.fromEntries(value) : value
+      if (!IGNORED_COMMAND_FIELDS.includes(key)) command[key] = event.command[key]
     }
     if ('getMore' in command) command.getMore = cursorRef(command.getMore, cursorIds)
     if ('cursors' in command) command.cursors = command.cursors.map((id: unknown) => cursorRef(id, cursorIds))

@@ -104,7 +104,13 @@ function decodeCommand(bytes: Uint8Array, commandName: string): Document {
   for (const [key, value] of Object.entries(command)) {
     if (value instanceof Long && key !== 'getMore') command[key] = value.toNumber()
   }
+  // The official driver holds a find's sort as a Map (its formatSort).
+  if ('find' in command && isPlainObject(command.sort)) command.sort = new Map(Object.entries(command.sort))
   return command
+}
+
+function isPlainObject(value: unknown): value is Document {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype
 }
 
 /** Decodes a reply as the official driver does (with the default BSON options). */
