@@ -487,3 +487,102 @@ describe('OpenTelemetry', () => {
     expect(untraced).toEqual([])
   })
 })
+
+describe('structured log (command component)', () => {
+  type Log = Record<string, unknown>
+
+  /** A log record reduced to what must be equal between the drivers. */
+  function comparableLog(log: Log) {
+    const kinds: Log = {}
+    for (const key of ['t', 'requestId', 'driverConnectionId', 'serverConnectionId', 'durationMS']) {
+      if (key in log) kinds[key] = typeName(log[key])
+    }
+    const documents: Log = {}
+    for (const key of ['command', 'reply']) {
+      if (typeof log[key] !== 'string') continue
+      const document = JSON.parse(log[key] as string) as Document
+      // Each driver's own session id; cursor ids differ between the drivers' cursors.
+      delete document.lsid
+      if (document.cursor?.id !== undefined) document.cursor.id = document.cursor.id === 0 ? 0 : 'id'
+      documents[key] = sortKeys(document)
+    }
+    const rest = Object.fromEntries(
+      Object.entries(log).filter(([key]) => !(key in kinds) && !(key in documents)),
+    )
+    return { keys: Object.keys(log).sort(), ...rest, kinds, documents }
+  }
+
+  function typeName(value: unknown): string {
+    return value === null ? 'null' : typeof value === 'object' ? value.constructor.name : typeof value
+  }
+
+  function sortKeys(value: unknown): unknown {
+    if (Array.isArray(value)) return value.map(sortKeys)
+    if (typeof value !== 'object' || value === null) return value
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, sortKeys((value as Document)[key])]),
+    )
+  }
+
+  /** The reads' logs: close() ends the sessions (endSessions), which is not a read. */
+  const reads = (logs: Log[]) => logs.filter((log) => log.commandName !== 'endSessions')
+
+  async function logsOf(client: AnyClient, logs: Log[]) {
+    await client.connect()
+    // rumongo's connect() pings; its log lines arrive after connect() resolves.
+    await settle()
+    logs.length = 0
+    const items = coll(client)
+    await items.find({ i: { $gte: 1 } }, { batchSize: 10, sort: { i: 1 } }).toArray()
+    await items.findOne({ tag: 'odd' })
+    await items
+      .aggregate([{ $nonexistentStage: 1 }], { batchSize: 1 })
+      .toArray()
+      .catch(() => null)
+    await settle()
+    await client.close()
+    return logs.splice(0)
+  }
+
+  it('MONGODB_LOG_COMMAND=debug: the official messages and fields, to mongodbLogPath', async () => {
+    const officialLogs: Log[] = []
+    const rumongoLogs: Log[] = []
+    const previous = process.env.MONGODB_LOG_COMMAND
+    process.env.MONGODB_LOG_COMMAND = 'debug'
+    let official: OfficialClient
+    let rumongo: MongoClient
+    try {
+      official = new OfficialClient(uri, { mongodbLogPath: { write: (log) => void officialLogs.push(log) } })
+      rumongo = new MongoClient(uri, { mongodbLogPath: { write: (log) => void rumongoLogs.push(log) } })
+    } finally {
+      if (previous === undefined) delete process.env.MONGODB_LOG_COMMAND
+      else process.env.MONGODB_LOG_COMMAND = previous
+    }
+    const expected = await logsOf(official, officialLogs)
+    const actual = await logsOf(rumongo, rumongoLogs)
+    expect(reads(expected).length).toBe(6)
+    expect(reads(actual).map(comparableLog)).toEqual(reads(expected).map(comparableLog))
+  })
+
+  it('mongodbLogComponentSeverities turns it off and on; info is not enough', async () => {
+    for (const [severities, count] of [
+      [{ command: 'info' }, 0],
+      [{ default: 'debug', command: 'off' }, 0],
+      [{ default: 'trace' }, 6],
+    ] as const) {
+      const logs: Log[] = []
+      const client = new MongoClient(uri, {
+        mongodbLogComponentSeverities: severities,
+        mongodbLogPath: { write: (log) => void logs.push(log) },
+      })
+      // The log does not turn command events on: that is monitorCommands' (as in the official driver).
+      const events = record(client, COMMAND_EVENTS)
+      expect(reads(await logsOf(client, logs))).toHaveLength(count)
+      expect(events).toEqual([])
+      // Off: nothing crosses at all (on, the connect's ping and close's endSessions cross too).
+      if (count === 0) expect(client.monitor.crossings).toBe(0)
+    }
+  })
+})

@@ -7,6 +7,7 @@ import { EventEmitter } from 'node:events'
 import { deserialize, Long, type Document, type ObjectId } from 'bson'
 import { translateNativeError } from './errors.js'
 import { monitoringEventNames } from './native.cjs'
+import type { CommandLogger } from './logging.js'
 import type { CommandTracer } from './telemetry.js'
 
 /** A listener of any event. */
@@ -80,6 +81,8 @@ type RawEvent = Document & { name: MonitoringEventName }
 
 /** The monitoring event names, in the bit order of the native listener mask. */
 const EVENT_NAMES = monitoringEventNames() as MonitoringEventName[]
+
+const COMMAND_EVENT_NAMES = new Set<string>(['commandStarted', 'commandSucceeded', 'commandFailed'])
 
 /** The commands whose command, reply and failure the official driver replaces with `{}`. */
 const SENSITIVE_COMMANDS = new Set([
@@ -546,12 +549,27 @@ export class ClientMonitor {
   #lastMask = 0
   /** Makes OpenTelemetry spans from traced command events, while tracing is on. */
   tracer: CommandTracer | null = null
+  /** Whether command events are emitted (`monitorCommands`). */
+  readonly #monitorCommands: boolean
+  /** Writes the structured command log, when it is on: command events then cross for it. */
+  readonly #logger: CommandLogger | null
   /** How many events crossed from the native client: tests prove none cross without listeners. */
   crossings = 0
 
-  constructor(emitter: EventEmitter, onMask: (mask: number) => void) {
+  constructor(
+    emitter: EventEmitter,
+    onMask: (mask: number) => void,
+    options: { monitorCommands: boolean; logger: CommandLogger | null },
+  ) {
     this.#emitter = emitter
     this.#onMask = onMask
+    this.#monitorCommands = options.monitorCommands
+    this.#logger = options.logger
+  }
+
+  /** Whether command events must cross from the native client (emitted or logged). */
+  get commandsWanted(): boolean {
+    return this.#monitorCommands || this.#logger !== null
   }
 
   /** Tells the native client which events have listeners now. */
@@ -567,7 +585,9 @@ export class ClientMonitor {
   get mask(): number {
     let mask = 0
     EVENT_NAMES.forEach((name, bit) => {
-      if (this.#emitter.listenerCount(name) > 0) mask |= 1 << bit
+      const command = COMMAND_EVENT_NAMES.has(name)
+      if (command && this.#logger) mask |= 1 << bit
+      if ((!command || this.#monitorCommands) && this.#emitter.listenerCount(name) > 0) mask |= 1 << bit
     })
     return mask
   }
@@ -607,8 +627,13 @@ export class ClientMonitor {
       process.emitWarning(`rumongo: a monitoring event could not be decoded: ${String(error)}`)
       return
     }
+    const name = (event as { name: MonitoringEventName }).name
+    if (this.#logger && COMMAND_EVENT_NAMES.has(name)) {
+      this.#logger.log(event as CommandStartedEvent | CommandSucceededEvent | CommandFailedEvent)
+    }
+    if (COMMAND_EVENT_NAMES.has(name) && !this.#monitorCommands) return
     try {
-      this.#emitter.emit((event as { name: string }).name, event)
+      this.#emitter.emit(name, event)
     } catch (error) {
       // The read this event describes is already under way on another thread and cannot fail
       // with the listener's error (the official driver's would): the error is reported, the

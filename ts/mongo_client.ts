@@ -21,6 +21,7 @@ import {
   registerSecrets,
 } from './errors.js'
 import { ClientMonitor, TypedEventEmitter, type MongoClientEvents } from './events.js'
+import { CommandLogger, type LoggingOptions } from './logging.js'
 import { NativeClient } from './native.cjs'
 import { CommandTracer, startTracing, tracerProviderRegistered } from './telemetry.js'
 
@@ -28,7 +29,7 @@ import { CommandTracer, startTracing, tracerProviderRegistered } from './telemet
  * Client options: the connection-string options (same names as in the URI and the official
  * driver), `auth`, and the BSON options inherited by every database, collection and operation.
  */
-export interface MongoClientOptions extends BSONOptions {
+export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   auth?: { username?: string; password?: string }
   appName?: string
   authMechanism?: string
@@ -131,8 +132,6 @@ const UNSUPPORTED_CLIENT_OPTIONS = [
   'proxyPassword',
   'driverInfo',
   'serverApi',
-  'mongodbLogPath',
-  'mongodbLogComponentSeverities',
 ]
 
 const URI_PATTERN = /^(mongodb(?:\+srv)?:\/\/)(?:([^@/]*)@)?([^/?]*)(\/[^?]*)?(\?.*)?$/
@@ -320,7 +319,10 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
       throw new MongoInvalidArgumentError(`tracing must be a boolean, got ${describe(options.tracing)}`)
     }
     this.#tracing = options.tracing ?? true
-    this.monitor = new ClientMonitor(this, (mask) => this.#connected?.setEventMask(mask))
+    this.monitor = new ClientMonitor(this, (mask) => this.#connected?.setEventMask(mask), {
+      monitorCommands: this.#monitorCommands,
+      logger: CommandLogger.resolve(options),
+    })
     const parsed = parseUri(url)
     registerSecrets(clientSecrets(parsed, options))
     const { uri, timeouts } = buildUri(parsed, options)
@@ -393,7 +395,7 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
         socketTimeoutMS,
         monitor.receive,
         monitor.mask,
-        this.#monitorCommands,
+        monitor.commandsWanted,
         tracing,
       ),
     )
