@@ -48,6 +48,11 @@ function record<T = CommandEvent>(client: AnyClient, names: readonly string[]): 
   return events
 }
 
+/** Waits until `condition` holds (at most 5 s). */
+async function until(condition: () => boolean) {
+  for (const deadline = Date.now() + 5_000; !condition() && Date.now() < deadline;) await settle()
+}
+
 /** Removes the command listeners. */
 function stop(client: AnyClient) {
   for (const name of COMMAND_EVENTS) (client as OfficialClient).removeAllListeners(name)
@@ -185,7 +190,8 @@ describe('command monitoring', () => {
     const expected = record(official, COMMAND_EVENTS)
     const actual = record(rumongo, COMMAND_EVENTS)
     const [officialResult, rumongoResult] = [await read(official), await read(rumongo)]
-    await settle()
+    // rumongo's close() does not wait for the killCursors (the Rust driver sends it on its own).
+    await until(() => actual.length >= expected.length)
     stop(official)
     stop(rumongo)
 
@@ -223,7 +229,7 @@ describe('command monitoring', () => {
     await cursor.next()
     await cursor.next()
     await cursor.close()
-    await settle()
+    await until(() => events.length >= 6)
     stop(rumongo)
     const [, found, getMore, , kill] = events as [
       never,
@@ -302,14 +308,16 @@ describe('no listener, no crossing', () => {
       const checkedIn = record(client, ['connectionCheckedIn'])
       await coll(client).findOne({})
       await settle()
-      expect(checkedIn.length).toBe(1)
-      expect(client.monitor.crossings).toBe(1)
+      // (A killCursors sent after an earlier close may still check a connection in.)
+      expect(checkedIn.length).toBeGreaterThanOrEqual(1)
+      expect(client.monitor.crossings).toBe(checkedIn.length)
 
       // Removed again: nothing crosses.
       client.removeAllListeners('connectionCheckedIn')
+      const crossed = client.monitor.crossings
       await coll(client).findOne({})
       await settle()
-      expect(client.monitor.crossings).toBe(1)
+      expect(client.monitor.crossings).toBe(crossed)
     } finally {
       await client.close()
     }
