@@ -118,8 +118,15 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ['new MongoClient', 'a string BSON option', () => new MongoClient(uri, any({ raw: 'yes' })), INVALID],
   [
     'new MongoClient',
+    'a non-boolean monitorCommands',
+    () => new MongoClient(uri, any({ monitorCommands: 1 })),
+    PARSE,
+  ],
+  ['new MongoClient', 'a non-boolean tracing', () => new MongoClient(uri, any({ tracing: 'yes' })), INVALID],
+  [
+    'new MongoClient',
     'an unsupported option',
-    () => new MongoClient(uri, any({ monitorCommands: true })),
+    () => new MongoClient(uri, any({ autoEncryption: {} })),
     INVALID,
   ],
   ['MongoClient.connect', 'a number uri', () => MongoClient.connect(any(42)), PARSE],

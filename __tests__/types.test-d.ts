@@ -4,6 +4,8 @@ import { describe, expectTypeOf, it } from 'vitest'
 import {
   MongoClient,
   ObjectId,
+  type CommandStartedEvent,
+  type ConnectionCheckedOutEvent,
   type AggregationCursor,
   type Collection,
   type Document,
@@ -57,5 +59,17 @@ describe('public types', () => {
       .batchSize(10)
     // @ts-expect-error: limit takes a number
     orders.find({}, { limit: '5' })
+  })
+
+  it('types monitoring listeners by event name, as the official driver', () => {
+    client.on('commandStarted', (event) => {
+      expectTypeOf(event).toEqualTypeOf<CommandStartedEvent>()
+      expectTypeOf(event.command).toEqualTypeOf<Document>()
+    })
+    client.once('connectionCheckedOut', (event) => {
+      expectTypeOf(event).toEqualTypeOf<ConnectionCheckedOutEvent>()
+      expectTypeOf(event.connectionId).toEqualTypeOf<number | '<monitor>'>()
+    })
+    expectTypeOf(client.on('commandFailed', () => {})).toEqualTypeOf<MongoClient>()
   })
 })

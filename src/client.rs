@@ -15,6 +15,7 @@ use crate::{
     cursor::CursorSlot,
     deadline::ClientTimeouts,
     error::{Error, Result},
+    events::{EventCallback, Monitor},
     task::spawn,
 };
 
@@ -53,6 +54,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[napi]
 pub struct NativeClient {
     state: Arc<ClientState>,
+    monitor: Option<Arc<Monitor>>,
 }
 
 #[napi]
@@ -62,17 +64,28 @@ impl NativeClient {
     /// are enforced by rumongo, so the TypeScript layer takes them out of the URI. The URI holds a
     /// stand-in for the password, which comes apart as `password` (decoded), so that no message
     /// of the crate that quotes the URI can quote the password.
+    /// `events` receives the monitoring events JS listens to (`eventMask`, see `events.rs`);
+    /// command events only with `monitorCommands`, or `traceCommands` (OpenTelemetry spans).
     #[napi(catch_unwind)]
     pub async fn connect(
         uri: String,
         timeout_ms: Option<i64>,
         socket_timeout_ms: Option<i64>,
         password: Option<String>,
+        events: Option<EventCallback>,
+        event_mask: Option<u32>,
+        monitor_commands: Option<bool>,
+        trace_commands: Option<bool>,
     ) -> napi::Result<NativeClient> {
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
         let mut options = ClientOptions::parse(&uri).await.map_err(Error::from_uri_error)?;
         if let (Some(credential), Some(password)) = (options.credential.as_mut(), password) {
             credential.password = Some(password);
+        }
+        let monitor = events.map(|callback| Monitor::new(callback, event_mask.unwrap_or(0)));
+        if let Some(monitor) = &monitor {
+            let commands = monitor_commands.unwrap_or(false) || trace_commands.unwrap_or(false);
+            monitor.install(&mut options, commands);
         }
         let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;
         let database = client
@@ -89,7 +102,16 @@ impl NativeClient {
                 cursors: Mutex::new(Vec::new()),
                 timeouts,
             }),
+            monitor,
         })
+    }
+
+    /// Sets which monitoring events JS listens to (bits in `monitoringEventNames()` order).
+    #[napi(catch_unwind)]
+    pub fn set_event_mask(&self, mask: u32) {
+        if let Some(monitor) = &self.monitor {
+            monitor.listen(mask);
+        }
     }
 
     /// A handle on `db.collection`; no I/O.

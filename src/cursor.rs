@@ -22,6 +22,7 @@ use crate::{
     client::ClientState,
     deadline::{CursorTimeout, Deadline},
     error::{Error, Result},
+    events,
     task::spawn,
 };
 
@@ -223,6 +224,8 @@ impl NativeCursor {
         spawn(env, async move {
             let mut reads = slot.reads.lock().await;
             if let CursorState::Open(_) = reads.state {
+                // Dropping the open cursor kills it, from a task the crate spawns.
+                events::expect_kill();
                 reads.state = CursorState::Done;
             }
             reads.pending.clear();

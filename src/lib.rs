@@ -7,6 +7,7 @@ mod collection;
 mod cursor;
 mod deadline;
 mod error;
+mod events;
 mod handover;
 mod json;
 mod lazy;

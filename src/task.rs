@@ -23,6 +23,7 @@ use napi_derive::napi;
 use crate::{
     batch::on_rayon,
     error::{Error, Result},
+    events::traced,
 };
 
 /// Settles one Promise on the JS thread.
@@ -103,6 +104,7 @@ where
     T: 'static + Send + ToNapiValue,
     F: 'static + Send + Future<Output = Result<T>>,
 {
+    let future = traced(future);
     let queue = completion_queue(env)?;
     let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
     check_status!(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;

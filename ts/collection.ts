@@ -199,7 +199,8 @@ export class Collection<TSchema extends Document = Document> {
     filter: Filter<TSchema> | ObjectId = {},
     options: FindOptions = {},
   ): Promise<WithId<TSchema> | null> {
-    const cursor = this.find(filter, options).limit(-1).batchSize(1)
+    // `limit: 1, singleBatch: true` and no batchSize, the command the official driver sends.
+    const cursor = this.find(filter, options).limit(-1)
     try {
       return await cursor.next()
     } finally {

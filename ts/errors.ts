@@ -5,6 +5,7 @@
  */
 import { getSystemErrorMap } from 'node:util'
 import { BSONError } from 'bson'
+import { withTraceTag } from './telemetry.js'
 
 /**
  * Stable `code` values of the errors rumongo raises for API misuse. Server errors carry the server's
@@ -418,7 +419,7 @@ function networkError(message: string, payload: NativeErrorPayload): MongoNetwor
 /** Awaits a native call and rethrows its failure as the matching typed error. */
 export async function callNative<T>(call: () => Promise<T>): Promise<T> {
   try {
-    return await call()
+    return await withTraceTag(call)
   } catch (error) {
     throw translateNativeError(error)
   }
@@ -427,7 +428,7 @@ export async function callNative<T>(call: () => Promise<T>): Promise<T> {
 /** Runs a synchronous native call and rethrows its failure as the matching typed error. */
 export function callNativeSync<T>(call: () => T): T {
   try {
-    return call()
+    return withTraceTag(call)
   } catch (error) {
     throw translateNativeError(error)
   }

@@ -19,13 +19,16 @@ import {
   MongoNotConnectedError,
   MongoParseError,
 } from './errors.js'
+import { ClientMonitor, TypedEventEmitter, type MongoClientEvents } from './events.js'
+import { CommandLogger, type LoggingOptions } from './logging.js'
 import { NativeClient, type NativeCollection } from './native.cjs'
+import { CommandTracer, startTracing, tracerProviderRegistered } from './telemetry.js'
 
 /**
  * Client options: the connection-string options (same names as in the URI and the official
  * driver), `auth`, and the BSON options inherited by every database, collection and operation.
  */
-export interface MongoClientOptions extends BSONOptions {
+export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   auth?: { username?: string; password?: string }
   appName?: string
   authMechanism?: string
@@ -41,12 +44,23 @@ export interface MongoClientOptions extends BSONOptions {
   maxPoolSize?: number
   maxStalenessSeconds?: number
   minPoolSize?: number
+  /**
+   * Emit `commandStarted`, `commandSucceeded` and `commandFailed` events (off by default, as in
+   * the official driver). Pool and server events are emitted to their listeners either way.
+   */
+  monitorCommands?: boolean
   readConcernLevel?: string
   readPreference?: string
   replicaSet?: string
   retryReads?: boolean
   serverMonitoringMode?: 'auto' | 'poll' | 'stream'
   serverSelectionTimeoutMS?: number
+  /**
+   * OpenTelemetry spans for this client's commands, as `@opentelemetry/instrumentation-mongodb`
+   * makes them for the official driver: on (the default) when `@opentelemetry/api` is installed and
+   * a tracer provider is registered when the client connects; `false` turns them off.
+   */
+  tracing?: boolean
   /**
    * Bound on each round trip to the server (a command or a getMore; server selection and waiting
    * for a pooled connection included); fails with `MongoNetworkTimeoutError`. `0` (the default):
@@ -111,15 +125,12 @@ const URI_OPTIONS = new Set<string>([
 /** Official driver options that change behaviour rumongo does not implement: rejected, not ignored. */
 const UNSUPPORTED_CLIENT_OPTIONS = [
   'autoEncryption',
-  'monitorCommands',
   'proxyHost',
   'proxyPort',
   'proxyUsername',
   'proxyPassword',
   'driverInfo',
   'serverApi',
-  'mongodbLogPath',
-  'mongodbLogComponentSeverities',
 ]
 
 /**
@@ -256,6 +267,14 @@ function separatePassword(uri: string): { uri: string; password: string | undefi
   }
 }
 
+/** `monitorCommands` as the official driver reads it: a boolean, or "true" / "false". */
+function parseMonitorCommands(value: unknown): boolean {
+  if (value === undefined) return false
+  if (value === true || value === 'true') return true
+  if (value === false || value === 'false') return false
+  throw new MongoParseError('monitorCommands must be either "true" or "false"')
+}
+
 /** A database's collections. Get one with `client.db(name)`. */
 export class Db {
   readonly #client: MongoClient
@@ -312,19 +331,36 @@ export class Db {
  * string, so that no error message can quote it; neither it nor the connection string shows in
  * `util.inspect`.
  */
-export class MongoClient {
+export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   readonly #uri: string
   readonly #password: string | undefined
   readonly #timeouts: ClientTimeouts
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
+  readonly #monitorCommands: boolean
+  readonly #tracing: boolean
+  #tracingClaim: { release(): void } | null = null
+  /** @internal Relays the native client's monitoring events to this emitter's listeners. */
+  readonly monitor: ClientMonitor
   #native: Promise<NativeClient> | null = null
+  /** The native client once connected: told at once when the set of listened events changes. */
+  #connected: NativeClient | null = null
   #closed = false
 
   constructor(url: string, options: MongoClientOptions = {}) {
+    super()
     if (typeof options !== 'object' || options === null) {
       throw new MongoInvalidArgumentError(`client options must be an object, got ${describe(options)}`)
     }
+    this.#monitorCommands = parseMonitorCommands(options.monitorCommands)
+    if (options.tracing !== undefined && typeof options.tracing !== 'boolean') {
+      throw new MongoInvalidArgumentError(`tracing must be a boolean, got ${describe(options.tracing)}`)
+    }
+    this.#tracing = options.tracing ?? true
+    this.monitor = new ClientMonitor(this, (mask) => this.#connected?.setEventMask(mask), {
+      monitorCommands: this.#monitorCommands,
+      logger: CommandLogger.resolve(options),
+    })
     const parsed = parseUri(url)
     const { uri, timeouts } = buildUri(parsed, options)
     const separated = separatePassword(uri)
@@ -333,6 +369,12 @@ export class MongoClient {
     this.#timeouts = timeouts
     this.#defaultDb = decodeURIComponent(parsed.path.slice(1)) || 'test'
     this.#bsonOptions = resolveBSONOptions(options, DEFAULT_BSON_OPTIONS)
+  }
+
+  /** @internal */
+  protected override listenersChanged(): void {
+    // Called by EventEmitter methods, the first time from the base constructor's own setup.
+    this.monitor?.listenersChanged()
   }
 
   /** Creates a client and connects it. */
@@ -374,13 +416,37 @@ export class MongoClient {
       return Promise.reject(new MongoNotConnectedError('Client must be connected before running operations'))
     }
     const { timeoutMS, socketTimeoutMS } = this.#timeouts
-    this.#native ??= callNative(() =>
-      NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS, this.#password),
-    ).catch((error: unknown) => {
+    this.#native ??= this.#connectNative(timeoutMS, socketTimeoutMS).catch((error: unknown) => {
       this.#native = null
       throw error
     })
     return this.#native
+  }
+
+  async #connectNative(timeoutMS?: number, socketTimeoutMS?: number): Promise<NativeClient> {
+    const monitor = this.monitor
+    monitor.openTopology()
+    const tracing = this.#tracing && tracerProviderRegistered()
+    const native = await callNative(() =>
+      NativeClient.connect(
+        this.#uri,
+        timeoutMS,
+        socketTimeoutMS,
+        this.#password,
+        monitor.receive,
+        monitor.mask,
+        monitor.commandsWanted,
+        tracing,
+      ),
+    )
+    if (tracing) {
+      monitor.tracer = new CommandTracer()
+      this.#tracingClaim = startTracing()
+    }
+    // Listeners added or removed while connecting.
+    native.setEventMask(monitor.mask)
+    this.#connected = native
+    return native
   }
 
   /**
@@ -397,8 +463,11 @@ export class MongoClient {
     this.#closed = true
     const native = this.#native
     this.#native = null
+    this.#connected = null
     const client = await native?.catch(() => null)
     if (client) await callNative(() => client.close())
+    this.#tracingClaim?.release()
+    this.#tracingClaim = null
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -1,0 +1,480 @@
+//! Monitoring events (commands, connection pool, server discovery) from the crate's event handlers
+//! to JS, where `ts/events.ts` rebuilds the official driver's event classes.
+//!
+//! Each event crosses as one BSON document (a `Buffer`) through a weak, non-blocking threadsafe
+//! function, and only when JS listens to that event name: the listener mask (`EVENT_NAMES` bit
+//! order) is read with one atomic load before anything is built. The command handler, which makes
+//! the crate parse every command and reply into a `Document`, is installed only for
+//! `monitorCommands: true`; the pool and server handlers are always installed (the crate builds
+//! those small events only to hand them over) so that a listener added after connecting works.
+
+use std::{
+    cell::Cell,
+    collections::{HashMap, VecDeque},
+    future::Future,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
+use mongodb::{
+    event::{
+        cmap::{CmapEvent, ConnectionCheckoutFailedReason, ConnectionClosedReason},
+        command::{CommandEvent, ConnectionInfo},
+        sdam::{SdamEvent, TopologyDescription},
+        EventHandler,
+    },
+    options::{ClientOptions, ServerAddress},
+    ServerInfo,
+};
+use napi::{
+    bindgen_prelude::Buffer,
+    threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode},
+    Status,
+};
+use napi_derive::napi;
+
+use crate::error::Error;
+
+/// The JS function that receives events: one BSON document per call, not kept alive by this
+/// reference (a client that is never closed does not hold the process open).
+pub type EventCallback = ThreadsafeFunction<Buffer, (), Buffer, Status, false, true>;
+
+/// The official driver's event names; an event's bit in the listener mask is its index here.
+const EVENT_NAMES: [&str; 23] = [
+    "commandStarted",
+    "commandSucceeded",
+    "commandFailed",
+    "connectionPoolCreated",
+    "connectionPoolReady",
+    "connectionPoolCleared",
+    "connectionPoolClosed",
+    "connectionCreated",
+    "connectionReady",
+    "connectionClosed",
+    "connectionCheckOutStarted",
+    "connectionCheckOutFailed",
+    "connectionCheckedOut",
+    "connectionCheckedIn",
+    "serverOpening",
+    "serverClosed",
+    "serverDescriptionChanged",
+    "topologyOpening",
+    "topologyClosed",
+    "topologyDescriptionChanged",
+    "serverHeartbeatStarted",
+    "serverHeartbeatSucceeded",
+    "serverHeartbeatFailed",
+];
+
+/// The monitoring event names in listener-mask bit order (bit `i` is `1 << i`).
+#[napi]
+pub fn monitoring_event_names() -> Vec<&'static str> {
+    EVENT_NAMES.to_vec()
+}
+
+thread_local! {
+    /// The trace tag JS gives the native call it is about to make (0: none); see `traced`.
+    static NEXT_TRACE: Cell<u32> = const { Cell::new(0) };
+}
+
+tokio::task_local! {
+    /// The trace tag of the operation a future runs for: its command events carry it.
+    static TRACE: u32;
+}
+
+/// Tags the operations the next native calls on this thread start with `trace` (0 clears it),
+/// so that their command events name the JS context (an OpenTelemetry span) they belong to.
+#[napi]
+pub fn trace_next_calls(trace: u32) {
+    NEXT_TRACE.with(|next| next.set(trace));
+}
+
+/// `future` with the trace tag JS set for the current native call, if any. Reads the tag now,
+/// on the JS thread, not when the future first runs on a tokio thread.
+pub fn traced<F: Future>(future: F) -> impl Future<Output = F::Output> {
+    let trace = NEXT_TRACE.with(Cell::get);
+    async move {
+        match trace {
+            0 => future.await,
+            trace => TRACE.scope(trace, future).await,
+        }
+    }
+}
+
+fn current_trace() -> u32 {
+    TRACE.try_with(|trace| *trace).unwrap_or(0)
+}
+
+/// The traces of cursors closed open by traced operations, oldest first: the crate kills such a
+/// cursor from a task of its own, where the trace is not set. The next killCursors without a trace
+/// takes the oldest (the crate exposes no cursor id to match on).
+static PENDING_KILLS: Mutex<VecDeque<(u32, Instant)>> = Mutex::new(VecDeque::new());
+
+/// How long a closed cursor's kill may take to start before its trace is forgotten.
+const KILL_GRACE: Duration = Duration::from_secs(1);
+
+/// Records that the current operation is about to drop an open cursor (which kills it).
+pub fn expect_kill() {
+    let trace = current_trace();
+    if trace != 0 {
+        let mut pending = PENDING_KILLS.lock().unwrap_or_else(|e| e.into_inner());
+        pending.push_back((trace, Instant::now()));
+    }
+}
+
+fn kill_trace() -> u32 {
+    let mut pending = PENDING_KILLS.lock().unwrap_or_else(|e| e.into_inner());
+    while let Some((trace, at)) = pending.pop_front() {
+        if at.elapsed() < KILL_GRACE {
+            return trace;
+        }
+    }
+    0
+}
+
+fn now_millis() -> f64 {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH);
+    now.map(|since| since.as_secs_f64() * 1000.0).unwrap_or(0.0)
+}
+
+fn bit(name: &str) -> u32 {
+    let index = EVENT_NAMES.iter().position(|known| *known == name);
+    1 << index.expect("every event name sent is in EVENT_NAMES")
+}
+
+/// A client's link to its JS event emitter.
+pub struct Monitor {
+    callback: EventCallback,
+    listened: AtomicU32,
+    /// The database and trace of each command in flight: the crate's success and failure events
+    /// lack the database, and a killCursors ends outside the traced task.
+    in_flight: Mutex<HashMap<i32, (String, u32)>>,
+}
+
+impl Monitor {
+    pub fn new(callback: EventCallback, listened: u32) -> Arc<Self> {
+        Arc::new(Self {
+            callback,
+            listened: AtomicU32::new(listened),
+            in_flight: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Sets which events JS listens to (`EVENT_NAMES` bits).
+    pub fn listen(&self, mask: u32) {
+        self.listened.store(mask, Ordering::Relaxed);
+    }
+
+    fn wants(&self, name: &str) -> bool {
+        self.listened.load(Ordering::Relaxed) & bit(name) != 0
+    }
+
+    /// Sends `event` (its `name` field first) when JS listens to `name`; `build` runs only then.
+    fn emit(&self, name: &'static str, build: impl FnOnce(&mut Document)) {
+        if self.wants(name) {
+            self.send(name, build);
+        }
+    }
+
+    /// Sends a command event when JS listens to it or it belongs to a traced operation; the
+    /// trace tag and the time are added for the span, the rest (`build`) only for a listener.
+    fn emit_command(&self, name: &'static str, trace: u32, build: impl FnOnce(&mut Document)) {
+        let listened = self.wants(name);
+        if trace == 0 && !listened {
+            return;
+        }
+        self.send(name, |event| {
+            if trace != 0 {
+                event.insert("trace", trace as i64);
+                event.insert("time", now_millis());
+            }
+            event.insert("listened", listened);
+            build(event);
+        });
+    }
+
+    fn send(&self, name: &'static str, build: impl FnOnce(&mut Document)) {
+        let mut event = doc! { "name": name };
+        build(&mut event);
+        // An event that does not serialize (it cannot: every field is built here) is dropped
+        // rather than failing the operation it describes.
+        if let Ok(bytes) = event.to_vec() {
+            self.callback
+                .call(bytes.into(), ThreadsafeFunctionCallMode::NonBlocking);
+        }
+    }
+
+    /// Installs the handlers on `options`; the command handler only when `commands` (command
+    /// monitoring or tracing is on: it makes the crate parse every command and reply).
+    pub fn install(self: &Arc<Self>, options: &mut ClientOptions, commands: bool) {
+        if commands {
+            let monitor = self.clone();
+            options.command_event_handler = Some(EventHandler::callback(move |event| monitor.command(event)));
+        }
+        let monitor = self.clone();
+        options.cmap_event_handler = Some(EventHandler::callback(move |event| monitor.pool(event)));
+        let monitor = self.clone();
+        options.sdam_event_handler = Some(EventHandler::callback(move |event| monitor.server(event)));
+    }
+
+    fn command(&self, event: CommandEvent) {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        match event {
+            CommandEvent::Started(event) => {
+                let trace = match current_trace() {
+                    0 if event.command_name == "killCursors" => kill_trace(),
+                    trace => trace,
+                };
+                in_flight.insert(event.request_id, (event.db.clone(), trace));
+                drop(in_flight);
+                self.emit_command("commandStarted", trace, |out| {
+                    connection_fields(out, &event.connection, event.service_id);
+                    out.insert("requestId", event.request_id);
+                    out.insert("databaseName", event.db);
+                    out.insert("commandName", event.command_name);
+                    out.insert("command", document_bytes(&event.command));
+                });
+            }
+            CommandEvent::Succeeded(event) => {
+                let (database, trace) = in_flight.remove(&event.request_id).unzip();
+                drop(in_flight);
+                let listened = self.wants("commandSucceeded");
+                self.emit_command("commandSucceeded", trace.unwrap_or(0), |out| {
+                    connection_fields(out, &event.connection, event.service_id);
+                    out.insert("requestId", event.request_id);
+                    out.insert("databaseName", database);
+                    out.insert("commandName", event.command_name);
+                    out.insert("duration", millis(event.duration));
+                    // A span does not need the reply: only a listener pays for its bytes.
+                    if listened {
+                        out.insert("reply", document_bytes(&event.reply));
+                    }
+                });
+            }
+            CommandEvent::Failed(event) => {
+                let (database, trace) = in_flight.remove(&event.request_id).unzip();
+                drop(in_flight);
+                self.emit_command("commandFailed", trace.unwrap_or(0), |out| {
+                    connection_fields(out, &event.connection, event.service_id);
+                    out.insert("requestId", event.request_id);
+                    out.insert("databaseName", database);
+                    out.insert("commandName", event.command_name);
+                    out.insert("duration", millis(event.duration));
+                    out.insert("failure", error_payload(event.failure));
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn pool(&self, event: CmapEvent) {
+        match event {
+            CmapEvent::PoolCreated(event) => self.emit("connectionPoolCreated", |out| {
+                out.insert("address", address(&event.address));
+                let mut options = Document::new();
+                if let Some(pool) = event.options {
+                    if let Some(max) = pool.max_pool_size {
+                        options.insert("maxPoolSize", max as i64);
+                    }
+                    if let Some(min) = pool.min_pool_size {
+                        options.insert("minPoolSize", min as i64);
+                    }
+                    if let Some(idle) = pool.max_idle_time {
+                        options.insert("maxIdleTimeMS", idle.as_millis() as i64);
+                    }
+                }
+                out.insert("options", options);
+            }),
+            CmapEvent::PoolReady(event) => self.emit("connectionPoolReady", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            CmapEvent::PoolCleared(event) => self.emit("connectionPoolCleared", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("serviceId", event.service_id);
+                out.insert("interruptInUseConnections", event.interrupt_in_use_connections);
+            }),
+            CmapEvent::PoolClosed(event) => self.emit("connectionPoolClosed", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            CmapEvent::ConnectionCreated(event) => self.emit("connectionCreated", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+            }),
+            CmapEvent::ConnectionReady(event) => self.emit("connectionReady", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+                out.insert("durationMS", millis(event.duration));
+            }),
+            CmapEvent::ConnectionClosed(event) => self.emit("connectionClosed", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+                // The official driver has no "dropped" reason (a connection lost to a cancelled
+                // operation): it reports such a connection as closed by an error.
+                let reason = match event.reason {
+                    ConnectionClosedReason::Stale => "stale",
+                    ConnectionClosedReason::Idle => "idle",
+                    ConnectionClosedReason::PoolClosed => "poolClosed",
+                    _ => "error",
+                };
+                out.insert("reason", reason);
+            }),
+            CmapEvent::ConnectionCheckoutStarted(event) => self.emit("connectionCheckOutStarted", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            CmapEvent::ConnectionCheckoutFailed(event) => self.emit("connectionCheckOutFailed", |out| {
+                out.insert("address", address(&event.address));
+                let reason = match event.reason {
+                    ConnectionCheckoutFailedReason::Timeout => "timeout",
+                    _ => "connectionError",
+                };
+                out.insert("reason", reason);
+                out.insert("durationMS", millis(event.duration));
+            }),
+            CmapEvent::ConnectionCheckedOut(event) => self.emit("connectionCheckedOut", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+                out.insert("durationMS", millis(event.duration));
+            }),
+            CmapEvent::ConnectionCheckedIn(event) => self.emit("connectionCheckedIn", |out| {
+                out.insert("address", address(&event.address));
+                out.insert("connectionId", event.connection_id as i64);
+            }),
+            _ => {}
+        }
+    }
+
+    fn server(&self, event: SdamEvent) {
+        match event {
+            SdamEvent::ServerOpening(event) => self.emit("serverOpening", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            SdamEvent::ServerClosed(event) => self.emit("serverClosed", |out| {
+                out.insert("address", address(&event.address));
+            }),
+            SdamEvent::ServerDescriptionChanged(event) => self.emit("serverDescriptionChanged", |out| {
+                out.insert("address", address(&event.address));
+                out.insert(
+                    "previousDescription",
+                    server_description(&event.previous_description),
+                );
+                out.insert("newDescription", server_description(&event.new_description));
+            }),
+            SdamEvent::TopologyOpening(_) => self.emit("topologyOpening", |_| {}),
+            SdamEvent::TopologyClosed(_) => self.emit("topologyClosed", |_| {}),
+            SdamEvent::TopologyDescriptionChanged(event) => self.emit("topologyDescriptionChanged", |out| {
+                out.insert(
+                    "previousDescription",
+                    topology_description(&event.previous_description),
+                );
+                out.insert("newDescription", topology_description(&event.new_description));
+            }),
+            SdamEvent::ServerHeartbeatStarted(event) => self.emit("serverHeartbeatStarted", |out| {
+                out.insert("connectionId", address(&event.server_address));
+                out.insert("awaited", event.awaited);
+            }),
+            SdamEvent::ServerHeartbeatSucceeded(event) => self.emit("serverHeartbeatSucceeded", |out| {
+                out.insert("connectionId", address(&event.server_address));
+                out.insert("awaited", event.awaited);
+                out.insert("duration", millis(event.duration));
+                out.insert("reply", document_bytes(&event.reply));
+            }),
+            SdamEvent::ServerHeartbeatFailed(event) => self.emit("serverHeartbeatFailed", |out| {
+                out.insert("connectionId", address(&event.server_address));
+                out.insert("awaited", event.awaited);
+                out.insert("duration", millis(event.duration));
+                out.insert("failure", error_payload(event.failure));
+            }),
+            _ => {}
+        }
+    }
+}
+
+fn address(address: &ServerAddress) -> String {
+    address.to_string()
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// A document as raw bytes, for JS to decode with the options the official driver uses for it.
+fn document_bytes(document: &Document) -> Bson {
+    let bytes = document.to_vec().unwrap_or_default();
+    Bson::Binary(Binary {
+        subtype: BinarySubtype::Generic,
+        bytes,
+    })
+}
+
+/// The error as the payload `ts/errors.ts` rebuilds into the class a failed read rejects with.
+fn error_payload(error: mongodb::error::Error) -> String {
+    napi::Error::from(Error::Driver(error)).reason
+}
+
+fn connection_fields(
+    out: &mut Document,
+    connection: &ConnectionInfo,
+    service_id: Option<bson::oid::ObjectId>,
+) {
+    out.insert("address", address(&connection.address));
+    out.insert("connectionId", connection.id as i64);
+    out.insert("serviceId", service_id);
+    out.insert("serverConnectionId", connection.server_id);
+}
+
+fn server_description(description: &ServerInfo<'_>) -> Document {
+    let mut out = doc! {
+        "address": address(description.address()),
+        "type": description.server_type().to_string(),
+    };
+    if let Some(rtt) = description.average_round_trip_time() {
+        out.insert("roundTripTime", millis(rtt));
+    }
+    if let Some(time) = description.last_update_time() {
+        out.insert("lastUpdateTime", time.timestamp_millis());
+    }
+    if let Some(version) = description.min_wire_version() {
+        out.insert("minWireVersion", version);
+    }
+    if let Some(version) = description.max_wire_version() {
+        out.insert("maxWireVersion", version);
+    }
+    if let Some(name) = description.replica_set_name() {
+        out.insert("setName", name);
+    }
+    if let Some(version) = description.replica_set_version() {
+        out.insert("setVersion", version);
+    }
+    if let Some(error) = description.error() {
+        out.insert("error", error_payload(error.clone()));
+    }
+    out
+}
+
+fn topology_description(description: &TopologyDescription) -> Document {
+    let mut servers = Document::new();
+    for (server, info) in description.servers() {
+        servers.insert(address(server), server_description(&info));
+    }
+    let mut out = doc! {
+        "type": format!("{:?}", description.topology_type()),
+        "servers": servers,
+    };
+    if let Some(name) = description.set_name() {
+        out.insert("setName", name.as_str());
+    }
+    if let Some(version) = description.max_set_version() {
+        out.insert("maxSetVersion", version);
+    }
+    if let Some(id) = description.max_election_id() {
+        out.insert("maxElectionId", id);
+    }
+    if let Some(error) = description.compatibility_error() {
+        out.insert("compatibilityError", error.as_str());
+    }
+    out
+}

@@ -1,0 +1,646 @@
+/**
+ * Monitoring events: the official driver's event classes and names, rebuilt from the BSON documents
+ * that src/events.rs sends, and the typed event emitter `MongoClient` extends.
+ * @module
+ */
+import { EventEmitter } from 'node:events'
+import { deserialize, Long, type Document, type ObjectId } from 'bson'
+import { translateNativeError } from './errors.js'
+import { monitoringEventNames } from './native.cjs'
+import type { CommandLogger } from './logging.js'
+import type { CommandTracer } from './telemetry.js'
+
+/** A listener of any event. */
+export type GenericListener = (...args: any[]) => void
+
+/** Event names mapped to their listener types. */
+export type EventsDescription = Record<string, GenericListener>
+
+/** The events every emitter has. */
+export type CommonEvents = 'newListener' | 'removeListener'
+
+/** An `EventEmitter` whose methods know the events' names and listener types, as the official driver's. */
+export interface TypedEventEmitter<Events extends EventsDescription> extends EventEmitter {
+  addListener<EventKey extends keyof Events>(event: EventKey, listener: Events[EventKey]): this
+  addListener(
+    event: CommonEvents,
+    listener: (eventName: string | symbol, listener: GenericListener) => void,
+  ): this
+  addListener(event: string | symbol, listener: GenericListener): this
+  on<EventKey extends keyof Events>(event: EventKey, listener: Events[EventKey]): this
+  on(event: CommonEvents, listener: (eventName: string | symbol, listener: GenericListener) => void): this
+  on(event: string | symbol, listener: GenericListener): this
+  once<EventKey extends keyof Events>(event: EventKey, listener: Events[EventKey]): this
+  once(event: CommonEvents, listener: (eventName: string | symbol, listener: GenericListener) => void): this
+  once(event: string | symbol, listener: GenericListener): this
+  removeListener<EventKey extends keyof Events>(event: EventKey, listener: Events[EventKey]): this
+  removeListener(event: string | symbol, listener: GenericListener): this
+  off<EventKey extends keyof Events>(event: EventKey, listener: Events[EventKey]): this
+  off(event: string | symbol, listener: GenericListener): this
+  prependListener<EventKey extends keyof Events>(event: EventKey, listener: Events[EventKey]): this
+  prependListener(event: string | symbol, listener: GenericListener): this
+  emit<EventKey extends keyof Events>(
+    event: EventKey | symbol,
+    ...args: Parameters<Events[EventKey]>
+  ): boolean
+}
+
+/** Typed event emitter (see the official driver's `TypedEventEmitter`). */
+export class TypedEventEmitter<Events extends EventsDescription> extends EventEmitter {
+  /** @internal Called after every change to the listeners, by whichever method made it. */
+  protected listenersChanged(): void {}
+}
+
+// Every method that adds or removes listeners reports it (`once` listeners remove themselves
+// through `removeListener`). Not the 'newListener'/'removeListener' events: a user's
+// `removeAllListeners()` would remove those hooks too.
+for (const method of [
+  'addListener',
+  'on',
+  'once',
+  'prependListener',
+  'prependOnceListener',
+  'removeListener',
+  'off',
+  'removeAllListeners',
+] as const) {
+  const original = EventEmitter.prototype[method] as (...args: unknown[]) => unknown
+  Object.defineProperty(TypedEventEmitter.prototype, method, {
+    configurable: true,
+    writable: true,
+    value: function (this: TypedEventEmitter<EventsDescription>, ...args: unknown[]) {
+      const result = original.apply(this, args)
+      this.listenersChanged()
+      return result
+    },
+  })
+}
+
+/** What every monitoring event document from src/events.rs holds; the rest depends on `name`. */
+type RawEvent = Document & { name: MonitoringEventName }
+
+/** The monitoring event names, in the bit order of the native listener mask. */
+const EVENT_NAMES = monitoringEventNames() as MonitoringEventName[]
+
+const COMMAND_EVENT_NAMES = new Set<string>(['commandStarted', 'commandSucceeded', 'commandFailed'])
+
+/** The commands whose command, reply and failure the official driver replaces with `{}`. */
+const SENSITIVE_COMMANDS = new Set([
+  'authenticate',
+  'saslStart',
+  'saslContinue',
+  'getnonce',
+  'createUser',
+  'updateUser',
+  'copydbgetnonce',
+  'copydbsaslstart',
+  'copydb',
+])
+
+/** Decodes a command as the official driver holds it: the JS values it serialized. */
+function decodeCommand(bytes: Uint8Array, commandName: string): Document {
+  if (SENSITIVE_COMMANDS.has(commandName)) return {}
+  // Int64 stays a Long, as a Long the user passed in a filter; the crate sends some of its own
+  // numeric fields (limit, batchSize, ...) as Int64 where the official driver sends numbers, so
+  // those become numbers again. Cursor ids (getMore, killCursors) are Longs in both drivers.
+  const command = deserialize(bytes, { promoteLongs: false })
+  for (const [key, value] of Object.entries(command)) {
+    if (value instanceof Long && key !== 'getMore') command[key] = value.toNumber()
+  }
+  // The official driver holds a find's sort as a Map (its formatSort).
+  if ('find' in command && isPlainObject(command.sort)) command.sort = new Map(Object.entries(command.sort))
+  return command
+}
+
+function isPlainObject(value: unknown): value is Document {
+  return typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype
+}
+
+/** Decodes a reply as the official driver does (with the default BSON options). */
+function decodeReply(bytes: Uint8Array, commandName: string): Document {
+  return SENSITIVE_COMMANDS.has(commandName) ? {} : deserialize(bytes)
+}
+
+/** The error a failed read rejects with, from its native encoding (see src/error.rs). */
+function decodeFailure(encoded: string): Error {
+  return translateNativeError(new Error(encoded)) as Error
+}
+
+/** A bigint for the server's connection id, as the official driver reports it. */
+function serverConnectionId(value: unknown): bigint | null {
+  return typeof value === 'number' || value instanceof Long ? BigInt(value.toString()) : null
+}
+
+/** An event indicating the start of a given command. */
+export class CommandStartedEvent {
+  readonly name = 'commandStarted' as const
+  address: string
+  connectionId?: string | number
+  serviceId?: ObjectId
+  requestId: number
+  databaseName: string
+  commandName: string
+  command: Document
+  serverConnectionId: bigint | null
+
+  /** @internal */
+  constructor(raw: RawEvent) {
+    this.address = raw.address
+    this.connectionId = raw.connectionId
+    this.serviceId = raw.serviceId ?? undefined
+    this.requestId = raw.requestId
+    this.databaseName = raw.databaseName
+    this.commandName = raw.commandName
+    this.command = raw.decodedCommand ?? decodeCommand(raw.command.buffer, raw.commandName)
+    this.serverConnectionId = serverConnectionId(raw.serverConnectionId)
+  }
+}
+
+/** An event indicating the success of a given command. */
+export class CommandSucceededEvent {
+  readonly name = 'commandSucceeded' as const
+  address: string
+  connectionId?: string | number
+  serviceId?: ObjectId
+  requestId: number
+  commandName: string
+  /** Milliseconds, from sending the command to reading its reply. */
+  duration: number
+  reply: Document
+  serverConnectionId: bigint | null
+  databaseName: string
+
+  /** @internal */
+  constructor(raw: RawEvent) {
+    this.address = raw.address
+    this.connectionId = raw.connectionId
+    this.serviceId = raw.serviceId ?? undefined
+    this.requestId = raw.requestId
+    this.commandName = raw.commandName
+    this.duration = raw.duration
+    this.reply = decodeReply(raw.reply.buffer, raw.commandName)
+    this.serverConnectionId = serverConnectionId(raw.serverConnectionId)
+    this.databaseName = raw.databaseName
+  }
+}
+
+/** An event indicating the failure of a given command. */
+export class CommandFailedEvent {
+  readonly name = 'commandFailed' as const
+  address: string
+  connectionId?: string | number
+  serviceId?: ObjectId
+  requestId: number
+  commandName: string
+  /** Milliseconds, from sending the command to its failure. */
+  duration: number
+  failure: Error
+  serverConnectionId: bigint | null
+  databaseName: string
+
+  /** @internal */
+  constructor(raw: RawEvent) {
+    this.address = raw.address
+    this.connectionId = raw.connectionId
+    this.serviceId = raw.serviceId ?? undefined
+    this.requestId = raw.requestId
+    this.commandName = raw.commandName
+    this.duration = raw.duration
+    this.failure = SENSITIVE_COMMANDS.has(raw.commandName) ? ({} as Error) : decodeFailure(raw.failure)
+    this.serverConnectionId = serverConnectionId(raw.serverConnectionId)
+    this.databaseName = raw.databaseName
+  }
+}
+
+/** The base of every connection-pool event: when, and which server's pool. */
+export abstract class ConnectionPoolMonitoringEvent {
+  time: Date
+  address: string
+  abstract readonly name: string
+
+  /** @internal */
+  constructor(raw: RawEvent) {
+    this.time = new Date()
+    this.address = raw.address
+  }
+}
+
+/** A connection pool was created. `options` holds the pool options the Rust driver reports. */
+export class ConnectionPoolCreatedEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionPoolCreated' as const
+  options: { maxPoolSize?: number; minPoolSize?: number; maxIdleTimeMS?: number }
+  /** @internal */
+  constructor(raw: RawEvent) {
+    super(raw)
+    this.options = raw.options
+  }
+}
+
+/** A connection pool is ready. */
+export class ConnectionPoolReadyEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionPoolReady' as const
+}
+
+/** A connection pool was cleared. */
+export class ConnectionPoolClearedEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionPoolCleared' as const
+  serviceId?: ObjectId
+  interruptInUseConnections?: boolean
+  /** @internal */
+  constructor(raw: RawEvent) {
+    super(raw)
+    this.serviceId = raw.serviceId ?? undefined
+    this.interruptInUseConnections = raw.interruptInUseConnections
+  }
+}
+
+/** A connection pool was closed. */
+export class ConnectionPoolClosedEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionPoolClosed' as const
+}
+
+/** A connection was created by a pool. */
+export class ConnectionCreatedEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionCreated' as const
+  connectionId: number | '<monitor>'
+  /** @internal */
+  constructor(raw: RawEvent) {
+    super(raw)
+    this.connectionId = raw.connectionId
+  }
+}
+
+/** A connection is ready for use (handshake and authentication done). */
+export class ConnectionReadyEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionReady' as const
+  connectionId: number | '<monitor>'
+  durationMS: number
+  /** @internal */
+  constructor(raw: RawEvent) {
+    super(raw)
+    this.connectionId = raw.connectionId
+    this.durationMS = raw.durationMS
+  }
+}
+
+/** A connection was closed. */
+export class ConnectionClosedEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionClosed' as const
+  connectionId: number | '<monitor>'
+  reason: string
+  serviceId?: ObjectId
+  error: Error | null
+  /** @internal */
+  constructor(raw: RawEvent) {
+    super(raw)
+    this.connectionId = raw.connectionId
+    this.reason = raw.reason
+    this.serviceId = undefined
+    this.error = null
+  }
+}
+
+/** A request for a connection from the pool started. */
+export class ConnectionCheckOutStartedEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionCheckOutStarted' as const
+}
+
+/** A request for a connection from the pool failed. */
+export class ConnectionCheckOutFailedEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionCheckOutFailed' as const
+  reason: string
+  error?: Error
+  durationMS: number
+  /** @internal */
+  constructor(raw: RawEvent) {
+    super(raw)
+    this.reason = raw.reason
+    this.durationMS = raw.durationMS
+  }
+}
+
+/** A connection was checked out of the pool. */
+export class ConnectionCheckedOutEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionCheckedOut' as const
+  connectionId: number | '<monitor>'
+  durationMS: number
+  /** @internal */
+  constructor(raw: RawEvent) {
+    super(raw)
+    this.connectionId = raw.connectionId
+    this.durationMS = raw.durationMS
+  }
+}
+
+/** A connection was checked back into the pool. */
+export class ConnectionCheckedInEvent extends ConnectionPoolMonitoringEvent {
+  readonly name = 'connectionCheckedIn' as const
+  connectionId: number | '<monitor>'
+  /** @internal */
+  constructor(raw: RawEvent) {
+    super(raw)
+    this.connectionId = raw.connectionId
+  }
+}
+
+/**
+ * A server as the Rust driver describes it: `address`, `type` and, when known, `roundTripTime`,
+ * `lastUpdateTime`, `minWireVersion`, `maxWireVersion`, `setName`, `setVersion`, `error`.
+ * (The official driver's `ServerDescription` class has more fields.)
+ */
+export interface ServerDescription {
+  address: string
+  type: string
+  roundTripTime?: number
+  lastUpdateTime?: number
+  minWireVersion?: number
+  maxWireVersion?: number
+  setName?: string
+  setVersion?: number
+  error?: Error
+}
+
+/** A deployment as the Rust driver describes it; `servers` is keyed by address. */
+export interface TopologyDescription {
+  type: string
+  servers: Map<string, ServerDescription>
+  setName?: string
+  maxSetVersion?: number
+  maxElectionId?: ObjectId
+  compatibilityError?: string
+}
+
+function serverDescription(raw: Document): ServerDescription {
+  const { error, ...description } = raw
+  return error === undefined
+    ? (description as ServerDescription)
+    : { ...(description as ServerDescription), error: decodeFailure(error) }
+}
+
+function topologyDescription(raw: Document): TopologyDescription {
+  const servers = new Map<string, ServerDescription>()
+  for (const [address, server] of Object.entries(raw.servers as Document)) {
+    servers.set(address, serverDescription(server))
+  }
+  return { ...(raw as TopologyDescription), servers }
+}
+
+/** A server's description changed. */
+export class ServerDescriptionChangedEvent {
+  readonly name = 'serverDescriptionChanged' as const
+  topologyId: number
+  address: string
+  previousDescription: ServerDescription
+  newDescription: ServerDescription
+  /** @internal */
+  constructor(raw: RawEvent, topologyId: number) {
+    this.topologyId = topologyId
+    this.address = raw.address
+    this.previousDescription = serverDescription(raw.previousDescription)
+    this.newDescription = serverDescription(raw.newDescription)
+  }
+}
+
+/** A server was added to the topology. */
+export class ServerOpeningEvent {
+  readonly name = 'serverOpening' as const
+  topologyId: number
+  address: string
+  /** @internal */
+  constructor(raw: RawEvent, topologyId: number) {
+    this.topologyId = topologyId
+    this.address = raw.address
+  }
+}
+
+/** A server was removed from the topology. */
+export class ServerClosedEvent {
+  readonly name = 'serverClosed' as const
+  topologyId: number
+  address: string
+  /** @internal */
+  constructor(raw: RawEvent, topologyId: number) {
+    this.topologyId = topologyId
+    this.address = raw.address
+  }
+}
+
+/** The topology's description changed. */
+export class TopologyDescriptionChangedEvent {
+  readonly name = 'topologyDescriptionChanged' as const
+  topologyId: number
+  previousDescription: TopologyDescription
+  newDescription: TopologyDescription
+  /** @internal */
+  constructor(raw: RawEvent, topologyId: number) {
+    this.topologyId = topologyId
+    this.previousDescription = topologyDescription(raw.previousDescription)
+    this.newDescription = topologyDescription(raw.newDescription)
+  }
+}
+
+/** A topology was opened. */
+export class TopologyOpeningEvent {
+  readonly name = 'topologyOpening' as const
+  topologyId: number
+  /** @internal */
+  constructor(_raw: RawEvent, topologyId: number) {
+    this.topologyId = topologyId
+  }
+}
+
+/** A topology was closed. */
+export class TopologyClosedEvent {
+  readonly name = 'topologyClosed' as const
+  topologyId: number
+  /** @internal */
+  constructor(_raw: RawEvent, topologyId: number) {
+    this.topologyId = topologyId
+  }
+}
+
+/** A monitor's heartbeat (`hello`) started; `connectionId` is the server's address. */
+export class ServerHeartbeatStartedEvent {
+  readonly name = 'serverHeartbeatStarted' as const
+  connectionId: string
+  awaited: boolean
+  /** @internal */
+  constructor(raw: RawEvent) {
+    this.connectionId = raw.connectionId
+    this.awaited = raw.awaited
+  }
+}
+
+/** A monitor's heartbeat succeeded. */
+export class ServerHeartbeatSucceededEvent {
+  readonly name = 'serverHeartbeatSucceeded' as const
+  connectionId: string
+  duration: number
+  reply: Document
+  awaited: boolean
+  /** @internal */
+  constructor(raw: RawEvent) {
+    this.connectionId = raw.connectionId
+    this.duration = raw.duration
+    this.reply = deserialize(raw.reply.buffer)
+    this.awaited = raw.awaited
+  }
+}
+
+/** A monitor's heartbeat failed. */
+export class ServerHeartbeatFailedEvent {
+  readonly name = 'serverHeartbeatFailed' as const
+  connectionId: string
+  duration: number
+  failure: Error
+  awaited: boolean
+  /** @internal */
+  constructor(raw: RawEvent) {
+    this.connectionId = raw.connectionId
+    this.duration = raw.duration
+    this.failure = decodeFailure(raw.failure)
+    this.awaited = raw.awaited
+  }
+}
+
+const EVENT_CLASSES = {
+  commandStarted: CommandStartedEvent,
+  commandSucceeded: CommandSucceededEvent,
+  commandFailed: CommandFailedEvent,
+  connectionPoolCreated: ConnectionPoolCreatedEvent,
+  connectionPoolReady: ConnectionPoolReadyEvent,
+  connectionPoolCleared: ConnectionPoolClearedEvent,
+  connectionPoolClosed: ConnectionPoolClosedEvent,
+  connectionCreated: ConnectionCreatedEvent,
+  connectionReady: ConnectionReadyEvent,
+  connectionClosed: ConnectionClosedEvent,
+  connectionCheckOutStarted: ConnectionCheckOutStartedEvent,
+  connectionCheckOutFailed: ConnectionCheckOutFailedEvent,
+  connectionCheckedOut: ConnectionCheckedOutEvent,
+  connectionCheckedIn: ConnectionCheckedInEvent,
+  serverOpening: ServerOpeningEvent,
+  serverClosed: ServerClosedEvent,
+  serverDescriptionChanged: ServerDescriptionChangedEvent,
+  topologyOpening: TopologyOpeningEvent,
+  topologyClosed: TopologyClosedEvent,
+  topologyDescriptionChanged: TopologyDescriptionChangedEvent,
+  serverHeartbeatStarted: ServerHeartbeatStartedEvent,
+  serverHeartbeatSucceeded: ServerHeartbeatSucceededEvent,
+  serverHeartbeatFailed: ServerHeartbeatFailedEvent,
+}
+
+/** The name of a monitoring event `MongoClient` emits. */
+export type MonitoringEventName = keyof typeof EVENT_CLASSES
+
+/** The events a `MongoClient` emits, with their listener types. */
+export type MongoClientEvents = {
+  [Name in MonitoringEventName]: (event: InstanceType<(typeof EVENT_CLASSES)[Name]>) => void
+}
+
+/**
+ * Turns the native event documents of one client into events emitted on it, and keeps the native
+ * side told which events have listeners, so that no other event crosses into JS.
+ * @internal
+ */
+export class ClientMonitor {
+  readonly #emitter: EventEmitter
+  readonly #onMask: (mask: number) => void
+  #topologyId = 0
+  #lastMask = 0
+  /** Makes OpenTelemetry spans from traced command events, while tracing is on. */
+  tracer: CommandTracer | null = null
+  /** Whether command events are emitted (`monitorCommands`). */
+  readonly #monitorCommands: boolean
+  /** Writes the structured command log, when it is on: command events then cross for it. */
+  readonly #logger: CommandLogger | null
+  /** How many events crossed from the native client: tests prove none cross without listeners. */
+  crossings = 0
+
+  constructor(
+    emitter: EventEmitter,
+    onMask: (mask: number) => void,
+    options: { monitorCommands: boolean; logger: CommandLogger | null },
+  ) {
+    this.#emitter = emitter
+    this.#onMask = onMask
+    this.#monitorCommands = options.monitorCommands
+    this.#logger = options.logger
+  }
+
+  /** Whether command events must cross from the native client (emitted or logged). */
+  get commandsWanted(): boolean {
+    return this.#monitorCommands || this.#logger !== null
+  }
+
+  /** Tells the native client which events have listeners now. */
+  listenersChanged(): void {
+    const mask = this.mask
+    if (mask !== this.#lastMask) {
+      this.#lastMask = mask
+      this.#onMask(mask)
+    }
+  }
+
+  /** Which events have listeners, as bits in the native event-name order. */
+  get mask(): number {
+    let mask = 0
+    EVENT_NAMES.forEach((name, bit) => {
+      const command = COMMAND_EVENT_NAMES.has(name)
+      if (command && this.#logger) mask |= 1 << bit
+      if ((!command || this.#monitorCommands) && this.#emitter.listenerCount(name) > 0) mask |= 1 << bit
+    })
+    return mask
+  }
+
+  /** Starts a new topology (one per native connection), numbered as the official driver's. */
+  openTopology(): void {
+    this.#topologyId = nextTopologyId++
+  }
+
+  /** Starts or ends the span of a traced command; keeps what it decoded for the event. */
+  #trace(raw: RawEvent): void {
+    const tracer = this.tracer
+    if (!tracer) return
+    const fields = raw as RawEvent & Parameters<CommandTracer['started']>[0]
+    if (raw.name === 'commandStarted') {
+      raw.decodedCommand = decodeCommand(raw.command.buffer, raw.commandName)
+      tracer.started(fields, raw.decodedCommand)
+    } else if (raw.name === 'commandFailed') {
+      raw.decodedFailure = decodeFailure(raw.failure)
+      tracer.ended(fields, raw.decodedFailure)
+    } else {
+      tracer.ended(fields)
+    }
+  }
+
+  /** Receives one native event document (the threadsafe function's JS side). */
+  readonly receive = (bytes: Buffer): void => {
+    this.crossings++
+    let event: object
+    try {
+      const raw = deserialize(bytes) as RawEvent
+      if (raw.trace !== undefined) this.#trace(raw)
+      // A command event that only crossed for its span.
+      if (raw.listened === false) return
+      event = new EVENT_CLASSES[raw.name](raw, this.#topologyId)
+    } catch (error) {
+      process.emitWarning(`rumongo: a monitoring event could not be decoded: ${String(error)}`)
+      return
+    }
+    const name = (event as { name: MonitoringEventName }).name
+    if (this.#logger && COMMAND_EVENT_NAMES.has(name)) {
+      this.#logger.log(event as CommandStartedEvent | CommandSucceededEvent | CommandFailedEvent)
+    }
+    if (COMMAND_EVENT_NAMES.has(name) && !this.#monitorCommands) return
+    try {
+      this.#emitter.emit(name, event)
+    } catch (error) {
+      // The read this event describes is already under way on another thread and cannot fail
+      // with the listener's error (the official driver's would): the error is reported, the
+      // read goes on and the process does not crash.
+      process.emitWarning(error as Error)
+    }
+  }
+}
+
+let nextTopologyId = 0
