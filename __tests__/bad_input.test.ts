@@ -119,7 +119,7 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   [
     'new MongoClient',
     'an unsupported option',
-    () => new MongoClient(uri, any({ monitorCommands: true })),
+    () => new MongoClient(uri, any({ autoEncryption: {} })),
     INVALID,
   ],
   ['MongoClient.connect', 'a number uri', () => MongoClient.connect(any(42)), PARSE],

@@ -11,7 +11,9 @@ use napi_derive::napi;
 
 use crate::{
     collection::NativeCollection,
+    connect::{client_options, ConnectOptions},
     cursor::CursorSlot,
+    database::NativeDatabase,
     deadline::ClientTimeouts,
     error::{Error, Result},
     task::spawn,
@@ -58,16 +60,17 @@ pub struct NativeClient {
 impl NativeClient {
     /// Parses the URI, selects a server and checks it answers `ping`, like the official
     /// driver's `MongoClient.connect`. `timeoutMs` and `socketTimeoutMs` (0 or absent: no limit)
-    /// are enforced by rumongo, so the TypeScript layer takes them out of the URI.
+    /// are enforced by rumongo, so the TypeScript layer takes them out of the URI. `options`:
+    /// what a connection string cannot carry (`serverApi`, `driverInfo`).
     #[napi(catch_unwind)]
     pub async fn connect(
         uri: String,
         timeout_ms: Option<i64>,
         socket_timeout_ms: Option<i64>,
+        options: Option<ConnectOptions>,
     ) -> napi::Result<NativeClient> {
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
-        let client = mongodb::Client::with_uri_str(&uri)
-            .await
+        let client = mongodb::Client::with_options(client_options(&uri, options).await?)
             .map_err(Error::from_uri_error)?;
         let database = client
             .default_database()
@@ -94,6 +97,13 @@ impl NativeClient {
             client.database(&db).collection(&name),
             self.state.clone(),
         ))
+    }
+
+    /// A handle on database `db`, for commands; no I/O.
+    #[napi(catch_unwind)]
+    pub fn database(&self, db: String) -> napi::Result<NativeDatabase> {
+        let client = self.state.client()?;
+        Ok(NativeDatabase::new(client.database(&db), self.state.clone()))
     }
 
     /// How many of this client's cursors are open on the server (not exhausted, failed or

@@ -10,8 +10,18 @@ import {
   type BSONOptions,
   type ResolvedBSONOptions,
 } from './bson.js'
-import { Collection, type CollectionOptions } from './collection.js'
 import type { Document } from 'bson'
+import {
+  checkClientOptionNames,
+  describeClientOptions,
+  isUriOption,
+  officialOptionName,
+  parseBoolean,
+  parseDriverInfo,
+  parseServerApi,
+  uriOptionValues,
+} from './client_options.js'
+import { Db, type DbOptions } from './db.js'
 import {
   callNative,
   callNativeSync,
@@ -21,6 +31,7 @@ import {
   registerSecrets,
 } from './errors.js'
 import { NativeClient } from './native.cjs'
+import { ReadConcern, ReadPreference, type ServerApi, type ServerApiVersion } from './read_preference.js'
 
 /**
  * Client options: the connection-string options (same names as in the URI and the official
@@ -28,6 +39,18 @@ import { NativeClient } from './native.cjs'
  */
 export interface MongoClientOptions extends BSONOptions {
   auth?: { username?: string; password?: string }
+  /** The Stable API version to declare (sent with every command): `'1'` or `{ version, strict, deprecationErrors }`. */
+  serverApi?: ServerApiVersion | ServerApi
+  /** A library wrapping rumongo names itself in the connection handshake. */
+  driverInfo?: { name?: string; version?: string; platform?: string }
+  /** Emit command monitoring events. Default false. */
+  monitorCommands?: boolean
+  /** The database `client.db()` opens without a name (else the connection string's, else `test`). */
+  dbName?: string
+  /** The client's read concern: a level or `{ level }` (same as `readConcernLevel`). */
+  readConcern?: string | { level: string }
+  authMechanismProperties?: Document
+  readPreferenceTags?: Document[]
   appName?: string
   authMechanism?: string
   authSource?: string
@@ -43,7 +66,7 @@ export interface MongoClientOptions extends BSONOptions {
   maxStalenessSeconds?: number
   minPoolSize?: number
   readConcernLevel?: string
-  readPreference?: string
+  readPreference?: string | ReadPreference | { mode: string; tags?: Document[]; maxStalenessSeconds?: number }
   replicaSet?: string
   retryReads?: boolean
   serverMonitoringMode?: 'auto' | 'poll' | 'stream'
@@ -71,57 +94,16 @@ export interface MongoClientOptions extends BSONOptions {
   timeoutMS?: number
   waitQueueTimeoutMS?: number
   zlibCompressionLevel?: number
+  /** Write options: accepted for code shared with the official driver; rumongo never writes. */
+  w?: number | string
+  journal?: boolean
+  wtimeoutMS?: number
+  writeConcern?: Document
+  retryWrites?: boolean
+  forceServerObjectId?: boolean
+  checkKeys?: boolean
+  pkFactory?: unknown
 }
-
-/** Options that go into the connection string as they are. */
-const URI_OPTIONS = new Set<string>([
-  'appName',
-  'authMechanism',
-  'authSource',
-  'compressors',
-  'connectTimeoutMS',
-  'directConnection',
-  'heartbeatFrequencyMS',
-  'loadBalanced',
-  'localThresholdMS',
-  'maxConnecting',
-  'maxIdleTimeMS',
-  'maxPoolSize',
-  'maxStalenessSeconds',
-  'minPoolSize',
-  'readConcernLevel',
-  'readPreference',
-  'replicaSet',
-  'retryReads',
-  'serverMonitoringMode',
-  'serverSelectionTimeoutMS',
-  'srvMaxHosts',
-  'srvServiceName',
-  'ssl',
-  'tls',
-  'tlsAllowInvalidCertificates',
-  'tlsAllowInvalidHostnames',
-  'tlsCAFile',
-  'tlsCertificateKeyFile',
-  'tlsCertificateKeyFilePassword',
-  'tlsInsecure',
-  'waitQueueTimeoutMS',
-  'zlibCompressionLevel',
-])
-
-/** Official driver options that change behaviour rumongo does not implement: rejected, not ignored. */
-const UNSUPPORTED_CLIENT_OPTIONS = [
-  'autoEncryption',
-  'monitorCommands',
-  'proxyHost',
-  'proxyPort',
-  'proxyUsername',
-  'proxyPassword',
-  'driverInfo',
-  'serverApi',
-  'mongodbLogPath',
-  'mongodbLogComponentSeverities',
-]
 
 const URI_PATTERN = /^(mongodb(?:\+srv)?:\/\/)(?:([^@/]*)@)?([^/?]*)(\/[^?]*)?(\?.*)?$/
 
@@ -177,27 +159,99 @@ function takeTimeouts(query: URLSearchParams, options: MongoClientOptions): Clie
   return timeouts
 }
 
-/** The connection string with `options` merged into its query, and the client's time limits. */
-function buildUri(parsed: ParsedUri, options: MongoClientOptions): { uri: string; timeouts: ClientTimeouts } {
+/** What a client is built from: the connection string for the Rust driver and what rumongo keeps. */
+interface ResolvedClientOptions {
+  uri: string
+  /** The connection string's final query (options merged in). */
+  query: URLSearchParams
+  timeouts: ClientTimeouts
+  /** BSON options from the connection string (the options object's win over them). */
+  uriBSONOptions: BSONOptions
+  serverApi: ServerApi | undefined
+  driverInfo: { name?: string; version?: string; platform?: string }
+  monitorCommands: boolean
+  dbName: string | undefined
+}
+
+/** Takes the query keys whose official name is `name` out of `query`; returns the last value. */
+function takeQueryOption(query: URLSearchParams, name: string): string | undefined {
+  let value: string | undefined
+  for (const key of [...query.keys()]) {
+    if (officialOptionName(key) !== name) continue
+    value = query.get(key) ?? undefined
+    query.delete(key)
+  }
+  return value
+}
+
+/**
+ * The connection string with `options` merged into its query (options win, as in the official
+ * driver), and the options rumongo implements itself taken out of both.
+ */
+function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): ResolvedClientOptions {
   let { userinfo } = parsed
   const query = new URLSearchParams(parsed.query.slice(1))
+  checkClientOptionNames(query, options)
   const timeouts = takeTimeouts(query, options)
+  const uriBSONOptions: Document = {}
+  const fromQuery = new Map<string, string>()
+  for (const key of [...query.keys()]) {
+    const name = officialOptionName(key)!
+    if (isUriOption(name)) continue
+    const value = takeQueryOption(query, name)
+    if (value !== undefined) fromQuery.set(name, value)
+  }
+  for (const [name, value] of fromQuery) {
+    if (isBSONOptionName(name)) uriBSONOptions[name] = parseBoolean(name, value)
+  }
+  if (fromQuery.has('readConcern')) query.set('readConcernLevel', fromQuery.get('readConcern')!)
+  let dbName = fromQuery.get('dbName')
+  let monitorCommands = fromQuery.has('monitorCommands')
+    ? parseBoolean('monitorCommands', fromQuery.get('monitorCommands'))
+    : false
   for (const [key, value] of Object.entries(options)) {
-    if (value === undefined || isBSONOptionName(key)) continue
-    if (key === 'auth') {
+    if (value == null || isBSONOptionName(key)) continue
+    const name = officialOptionName(key)!
+    if (name === 'auth') {
       const { username = '', password } = value as NonNullable<MongoClientOptions['auth']>
       userinfo =
         encodeURIComponent(username) + (password === undefined ? '' : `:${encodeURIComponent(password)}`)
-    } else if (URI_OPTIONS.has(key)) {
-      query.set(key, Array.isArray(value) ? value.join(',') : String(value))
-    } else if (UNSUPPORTED_CLIENT_OPTIONS.includes(key)) {
-      throw new MongoInvalidArgumentError(`rumongo does not support the client option "${key}"`)
+    } else if (isUriOption(name)) {
+      const entries = uriOptionValues(name, value)
+      for (const [entry] of entries) takeQueryOption(query, entry)
+      takeQueryOption(query, name)
+      for (const [entry, text] of entries) query.append(entry, text)
+    } else if (name === 'readConcern') {
+      const level = ReadConcern.fromOptions({ readConcern: value })?.level
+      if (level === undefined) {
+        throw new MongoInvalidArgumentError(
+          `readConcern must be a level or { level }, got ${describe(value)}`,
+        )
+      }
+      takeQueryOption(query, 'readConcernLevel')
+      query.set('readConcernLevel', level)
+    } else if (name === 'dbName') {
+      if (typeof value !== 'string') {
+        throw new MongoInvalidArgumentError(`dbName must be a string, got ${describe(value)}`)
+      }
+      dbName = value
+    } else if (name === 'monitorCommands') {
+      monitorCommands = parseBoolean(name, value)
     }
   }
   const search = query.toString()
   const credentials = userinfo === undefined ? '' : `${userinfo}@`
   const uri = `${parsed.scheme}${credentials}${parsed.hosts}${parsed.path || '/'}${search ? `?${search}` : ''}`
-  return { uri, timeouts }
+  return {
+    uri,
+    query,
+    timeouts,
+    uriBSONOptions,
+    serverApi: parseServerApi(options.serverApi),
+    driverInfo: parseDriverInfo(options.driverInfo),
+    monitorCommands,
+    dbName,
+  }
 }
 
 /**
@@ -226,50 +280,6 @@ function decodeLeniently(text: string): string {
   }
 }
 
-/** A database's collections. Get one with `client.db(name)`. */
-export class Db {
-  readonly #client: MongoClient
-  readonly #name: string
-  readonly #bsonOptions: ResolvedBSONOptions
-
-  /** @internal Created by `MongoClient.db`. */
-  constructor(client: MongoClient, name: string, options?: BSONOptions) {
-    if (typeof name !== 'string' || name.length === 0 || /[ ."$/\\\0]/.test(name)) {
-      throw new MongoInvalidArgumentError(`invalid database name ${JSON.stringify(name)}`)
-    }
-    this.#client = client
-    this.#name = name
-    this.#bsonOptions = resolveBSONOptions(options, client.bsonOptions)
-  }
-
-  get databaseName(): string {
-    return this.#name
-  }
-
-  get bsonOptions(): ResolvedBSONOptions {
-    return { ...this.#bsonOptions }
-  }
-
-  /** A collection handle; no I/O until an operation runs. */
-  collection<TSchema extends Document = Document>(
-    name: string,
-    options?: CollectionOptions,
-  ): Collection<TSchema> {
-    return new Collection<TSchema>(
-      {
-        databaseName: this.#name,
-        bsonOptions: this.#bsonOptions,
-        nativeCollection: async (collection) => {
-          const client = await this.#client.nativeClient()
-          return callNativeSync(() => client.collection(this.#name, collection))
-        },
-      },
-      name,
-      options,
-    )
-  }
-}
-
 /**
  * A client for a MongoDB deployment. Operations connect it on first use; `close()` ends it.
  * Its passwords (connection string, `auth`, `tlsCertificateKeyFilePassword`) never appear in the
@@ -280,6 +290,9 @@ export class MongoClient {
   readonly #timeouts: ClientTimeouts
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
+  readonly #serverApi: ServerApi | undefined
+  readonly #driverInfo: { name?: string; version?: string; platform?: string }
+  readonly #options: Readonly<Document>
   #native: Promise<NativeClient> | null = null
   #closed = false
 
@@ -289,11 +302,56 @@ export class MongoClient {
     }
     const parsed = parseUri(url)
     registerSecrets(clientSecrets(parsed, options))
-    const { uri, timeouts } = buildUri(parsed, options)
-    this.#uri = uri
-    this.#timeouts = timeouts
-    this.#defaultDb = decodeURIComponent(parsed.path.slice(1)) || 'test'
-    this.#bsonOptions = resolveBSONOptions(options, DEFAULT_BSON_OPTIONS)
+    const resolved = resolveClientOptions(parsed, options)
+    this.#uri = resolved.uri
+    this.#timeouts = resolved.timeouts
+    this.#defaultDb = resolved.dbName ?? (decodeURIComponent(parsed.path.slice(1)) || 'test')
+    this.#bsonOptions = resolveBSONOptions(
+      options,
+      resolveBSONOptions(resolved.uriBSONOptions, DEFAULT_BSON_OPTIONS),
+    )
+    this.#serverApi = resolved.serverApi
+    this.#driverInfo = resolved.driverInfo
+    const bsonGiven = Object.fromEntries(
+      Object.entries({ ...resolved.uriBSONOptions, ...options }).filter(
+        ([key, value]) => isBSONOptionName(key) && value !== undefined,
+      ),
+    )
+    this.#options = Object.freeze(
+      describeClientOptions(resolved.query, {
+        hosts: parsed.hosts,
+        dbName: this.#defaultDb,
+        serverApi: resolved.serverApi,
+        driverInfo: resolved.driverInfo,
+        monitorCommands: resolved.monitorCommands,
+        timeoutMS: resolved.timeouts.timeoutMS,
+        socketTimeoutMS: resolved.timeouts.socketTimeoutMS,
+        bsonOptions: bsonGiven,
+      }),
+    )
+  }
+
+  /**
+   * The client's options as the official driver's `client.options` lists them (the read-relevant
+   * ones): official names, types and defaults; `monitorCommands` a boolean.
+   */
+  get options(): Readonly<Document> {
+    return this.#options
+  }
+
+  /** The client's read preference (`primary` unless the connection string or options say). */
+  get readPreference(): ReadPreference {
+    return this.#options.readPreference
+  }
+
+  /** The client's read concern, if set. */
+  get readConcern(): ReadConcern | undefined {
+    return this.#options.readConcern
+  }
+
+  /** The Stable API version the client declares, if any. */
+  get serverApi(): Readonly<ServerApi> | undefined {
+    return this.#serverApi
   }
 
   /** Creates a client and connects it. */
@@ -324,9 +382,30 @@ export class MongoClient {
     return { ...this.#bsonOptions }
   }
 
-  /** A database handle; `name` defaults to the connection string's database, else `test`. */
-  db(name: string = this.#defaultDb, options?: BSONOptions): Db {
-    return new Db(this, name, options)
+  /**
+   * A database handle; `name` defaults to `dbName`, else the connection string's database, else
+   * `test`. `options` (readPreference, readConcern, timeoutMS, BSON options) are inherited by its
+   * collections and operations.
+   */
+  db(name: string = this.#defaultDb, options?: DbOptions): Db {
+    return new Db(
+      {
+        bsonOptions: this.#bsonOptions,
+        readPreference: this.readPreference,
+        readConcern: this.readConcern,
+        timeoutMS: this.timeoutMS,
+        nativeDatabase: async (db) => {
+          const client = await this.nativeClient()
+          return callNativeSync(() => client.database(db))
+        },
+        nativeCollection: async (db, collection) => {
+          const client = await this.nativeClient()
+          return callNativeSync(() => client.collection(db, collection))
+        },
+      },
+      name,
+      options,
+    )
   }
 
   /** @internal The connected native client, connecting on first use. */
@@ -335,12 +414,13 @@ export class MongoClient {
       return Promise.reject(new MongoNotConnectedError('Client must be connected before running operations'))
     }
     const { timeoutMS, socketTimeoutMS } = this.#timeouts
-    this.#native ??= callNative(() => NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS)).catch(
-      (error: unknown) => {
-        this.#native = null
-        throw error
-      },
-    )
+    const connectOptions = { serverApi: this.#serverApi, driverInfo: this.#driverInfo }
+    this.#native ??= callNative(() =>
+      NativeClient.connect(this.#uri, timeoutMS, socketTimeoutMS, connectOptions),
+    ).catch((error: unknown) => {
+      this.#native = null
+      throw error
+    })
     return this.#native
   }
 

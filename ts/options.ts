@@ -203,6 +203,12 @@ export const COUNT_DOCUMENTS: OperationSpec = {
   unsupported: NOT_ON_READ_PATH,
 }
 
+export const COUNT: OperationSpec = {
+  name: 'count',
+  options: { ...READ_OPTIONS, skip: 'integer', limit: 'integer', hint: 'hint', collation: 'document' },
+  unsupported: NOT_ON_READ_PATH,
+}
+
 export const ESTIMATED_DOCUMENT_COUNT: OperationSpec = {
   name: 'estimatedDocumentCount',
   options: READ_OPTIONS,

@@ -13,7 +13,14 @@ import {
   MongoCursorInUseError,
   MongoInvalidArgumentError,
 } from '../errors.js'
-import { BatchOutput, type DocumentBatch, type NativeCollection, type NativeCursor } from '../native.cjs'
+import {
+  BatchOutput,
+  type DocumentBatch,
+  type NativeCollection,
+  type NativeCursor,
+  type NativeDatabase,
+} from '../native.cjs'
+import { MongoDBNamespace } from '../namespace.js'
 import { learnDocumentSize } from './batch_size.js'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
@@ -23,6 +30,10 @@ export interface CursorSource {
   bsonOptions: ResolvedBSONOptions
   /** The native collection; connects the client on first use. */
   nativeCollection(): Promise<NativeCollection>
+  /** The native database, for commands (explain); connects the client on first use. */
+  nativeDatabase(): Promise<NativeDatabase>
+  /** An aggregate runs on the database (`aggregate: 1`), not on a collection. */
+  databaseLevel?: boolean
 }
 
 /** `failed`: a read failed; every later read rejects instead of passing for the end of the results. */
@@ -71,14 +82,20 @@ export abstract class AbstractCursor<TSchema = Document>
   #sizeKey: string | undefined = undefined
   /** The error that failed the cursor (state `failed`). */
   #failure: unknown = undefined
+  #killed = false
 
   protected constructor(source: CursorSource) {
     this.#source = source
   }
 
-  /** `db.collection` this cursor reads. */
-  get namespace(): string {
-    return this.#source.namespace
+  /** The database and collection this cursor reads (`String(namespace)`: `db.collection`). */
+  get namespace(): MongoDBNamespace {
+    return MongoDBNamespace.fromString(this.#source.namespace)
+  }
+
+  /** True once the server cursor is gone before its end: closed while open, or after a failure. */
+  get killed(): boolean {
+    return this.#killed
   }
 
   /** True once the cursor is exhausted, failed or closed. */
@@ -118,9 +135,11 @@ export abstract class AbstractCursor<TSchema = Document>
    * Runs the cursor-creating command (find / aggregate); returns its decode options, and the key
    * under which its document size is learned (see `batch_size.ts`), if any.
    */
-  protected abstract openNative(
-    collection: NativeCollection,
-  ): Promise<{ cursor: NativeCursor; bsonOptions: ResolvedBSONOptions; sizeKey?: string }>
+  protected abstract openNative(): Promise<{
+    cursor: NativeCursor
+    bsonOptions: ResolvedBSONOptions
+    sizeKey?: string
+  }>
 
   /** What the native cursor prepares from each batch: the tape, or raw BSON when asked for. */
   protected batchOutput(bsonOptions: ResolvedBSONOptions): BatchOutput {
@@ -272,6 +291,7 @@ export abstract class AbstractCursor<TSchema = Document>
   async close(): Promise<void> {
     if (this.#state === 'closed' || this.#state === 'failed') return
     const wasOpening = this.#fetching
+    if (this.#state === 'open' && this.#serverCursorOpen()) this.#killed = true
     this.#state = 'closed'
     this.#buffer = []
     this.#position = 0
@@ -291,6 +311,12 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#serverHasMore = true
     this.#replyPartsLeft = 0
     this.#id = undefined
+    this.#killed = false
+  }
+
+  /** Whether the server still holds this cursor (a closing or failing read kills it). */
+  #serverCursorOpen(): boolean {
+    return this.#serverHasMore && this.#id !== undefined && !this.#id.isZero()
   }
 
   /** A Node `Readable` (object mode) of the documents; backpressure pauses reading batches. */
@@ -327,8 +353,7 @@ export abstract class AbstractCursor<TSchema = Document>
       this.#state = 'opening'
       let cursor: NativeCursor
       try {
-        const collection = await this.#source.nativeCollection()
-        const opened = await this.openNative(collection)
+        const opened = await this.openNative()
         cursor = opened.cursor
         this.#native = cursor
         this.#decode = this.batchDecode(opened.bsonOptions)
@@ -418,6 +443,7 @@ export abstract class AbstractCursor<TSchema = Document>
    */
   #fail(error: unknown): void {
     if (this.#state === 'closed') return
+    if (this.#serverCursorOpen()) this.#killed = true
     this.#end('failed')
     this.#failure = error
   }

@@ -6,8 +6,9 @@
 import type { Document } from 'bson'
 import { describe, toBSON } from '../bson.js'
 import { callNative, MongoInvalidArgumentError } from '../errors.js'
-import type { NativeCollection } from '../native.cjs'
 import { AGGREGATE, isPlainObject, resolveOperationOptions, type AggregateOptions } from '../options.js'
+import { runExplain, type ExplainCommandOptions } from '../explain.js'
+import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
 import { withDefaultBatchSize } from './batch_size.js'
 
@@ -30,15 +31,38 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
     this.#options = { ...options }
   }
 
-  protected override async openNative(collection: NativeCollection) {
+  protected override async openNative() {
+    // Both run `aggregate` with the same arguments: on a database, the command says `aggregate: 1`.
+    const target = this.source.databaseLevel
+      ? await this.source.nativeDatabase()
+      : await this.source.nativeCollection()
     const resolved = resolveOperationOptions(AGGREGATE, this.#options, this.source.bsonOptions)
     const { bson } = resolved
     const command = withDefaultBatchSize(resolved.command)
     const pipeline = toBSON({ pipeline: this.#pipeline }, bson)
     const cursor = await callNative(() =>
-      collection.aggregate(pipeline, toBSON(command, bson), this.batchOutput(bson)),
+      target.aggregate(pipeline, toBSON(command, bson), this.batchOutput(bson)),
     )
     return { cursor, bsonOptions: bson }
+  }
+
+  /** The server's plan for this pipeline (the `explain` command); see `FindCursor.explain`. */
+  async explain(
+    verbosity?: ExplainVerbosityLike | ExplainCommandOptions,
+    options?: ExplainCommandOptions,
+  ): Promise<Document> {
+    const { command: resolved, bson } = resolveOperationOptions(
+      AGGREGATE,
+      this.#options,
+      this.source.bsonOptions,
+    )
+    const { batchSize, ...fields } = resolved
+    const command: Document = {
+      aggregate: this.source.databaseLevel ? 1 : this.namespace.collection,
+      pipeline: this.#pipeline,
+      cursor: batchSize ? { batchSize } : {},
+    }
+    return runExplain(this.source, command, fields, bson, verbosity, options)
   }
 
   override clone(): AggregationCursor<TSchema> {
