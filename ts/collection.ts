@@ -13,7 +13,7 @@ import { callNative, MongoInvalidArgumentError } from './errors.js'
 import { findJson, pipeJson, type JsonOptions, type PipeJsonResult } from './json.js'
 import type { LazyDocument } from './lazy.js'
 import type { NativeCollection, NativeDatabase } from './native.cjs'
-import { CommandCursor, runCommand, type CommandCursorOptions } from './commands.js'
+import { ListIndexesCursor, runCommand, type CommandCursorOptions } from './commands.js'
 import {
   inheritOptions,
   resolveInherited,
@@ -319,14 +319,14 @@ export class Collection<TSchema extends Document = Document> {
   }
 
   /** A cursor over the collection's indexes (`{ v, key, name, ... }`). */
-  listIndexes(options: ListIndexesOptions = {}): CommandCursor<Document> {
+  listIndexes(options: ListIndexesOptions = {}): ListIndexesCursor<Document> {
     const resolved = this.#inherit(options ?? {})
     const command: Document = {
       listIndexes: this.#name,
       cursor: resolved.batchSize ? { batchSize: resolved.batchSize } : {},
     }
     if (resolved.comment !== undefined) command.comment = resolved.comment
-    return new CommandCursor(this.#cursorSource(), this.#parent, command, resolved)
+    return new ListIndexesCursor(this.#cursorSource(), this.#parent, command, resolved)
   }
 
   /**

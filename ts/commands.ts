@@ -177,10 +177,17 @@ export class CommandCursor<TSchema = Document> extends AbstractCursor<TSchema> {
   }
 
   override clone(): CommandCursor<TSchema> {
-    return new CommandCursor<TSchema>(this.source, this.#target, this.#command, this.#options)
+    const Kind = this.constructor as typeof CommandCursor<TSchema>
+    return new Kind(this.source, this.#target, this.#command, this.#options)
   }
 
   override map<T>(transform: (document: TSchema) => T): CommandCursor<T> {
     return super.map(transform) as CommandCursor<T>
   }
 }
+
+/** The cursor of `db.listCollections()`. */
+export class ListCollectionsCursor<TSchema = Document> extends CommandCursor<TSchema> {}
+
+/** The cursor of `collection.listIndexes()`. */
+export class ListIndexesCursor<TSchema = Document> extends CommandCursor<TSchema> {}

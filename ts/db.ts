@@ -14,7 +14,7 @@ import { Admin } from './admin.js'
 import { Collection, type CollectionOptions } from './collection.js'
 import {
   checkReadCommand,
-  CommandCursor,
+  ListCollectionsCursor,
   runCommand,
   type CommandCursorOptions,
   type RunCommandOptions,
@@ -153,7 +153,7 @@ export class Db {
   listCollections<T extends Document = Document>(
     filter: Document = {},
     options: ListCollectionsOptions = {},
-  ): CommandCursor<T> {
+  ): ListCollectionsCursor<T> {
     if (!isPlainObject(filter)) {
       throw new MongoInvalidArgumentError(`listCollections filter must be an object, got ${describe(filter)}`)
     }
@@ -166,7 +166,7 @@ export class Db {
       authorizedCollections: Boolean(resolved.authorizedCollections),
     }
     if (resolved.comment !== undefined) command.comment = resolved.comment
-    return new CommandCursor<T>(this.#cursorSource(), this, command, resolved)
+    return new ListCollectionsCursor<T>(this.#cursorSource(), this, command, resolved)
   }
 
   /** Handles on the database's collections (those whose name holds no `$`). */

@@ -45,12 +45,61 @@ export function resolveExplain(
   return { verbosity: explain, maxTimeMS, timeoutMS }
 }
 
-/** Options of the cursor's command that are not fields of the command itself. */
-const NOT_COMMAND_FIELDS = ['readPreference', 'timeoutMS', 'timeoutMode']
+/** The fields of a find command in the order the official driver writes them (`makeFindCommand`). */
+const FIND_FIELDS = [
+  'sort',
+  'projection',
+  'hint',
+  'skip',
+  'limit',
+  'singleBatch',
+  'batchSize',
+  'comment',
+  'max',
+  'min',
+  'returnKey',
+  'showRecordId',
+  'noCursorTimeout',
+  'allowPartialResults',
+  'allowDiskUse',
+  'let',
+  'collation',
+  'maxTimeMS',
+  'readConcern',
+]
+
+/** The find command of a cursor's resolved options, as the official driver builds it. */
+export function findCommand(collection: string | undefined, filter: Document, resolved: Document): Document {
+  const fields: Document = { ...resolved }
+  // A negative limit means one batch of at most |limit| documents.
+  if (typeof fields.limit === 'number' && fields.limit < 0) {
+    fields.limit = -fields.limit
+    fields.singleBatch = true
+  }
+  // The spec: a batchSize equal to the limit is sent one higher, so the cursor closes itself.
+  if (typeof fields.batchSize === 'number' && fields.batchSize === fields.limit) fields.batchSize += 1
+  const command: Document = { find: collection, filter }
+  for (const key of FIND_FIELDS) if (fields[key] !== undefined) command[key] = fields[key]
+  return command
+}
+
+/** The aggregate command of a cursor's resolved options, as the official driver builds it. */
+export function aggregateCommand(target: string | 1, pipeline: Document[], resolved: Document): Document {
+  const command: Document = { aggregate: target, pipeline }
+  for (const key of ['allowDiskUse', 'hint', 'let', 'comment']) {
+    if (resolved[key] !== undefined) command[key] = resolved[key]
+  }
+  command.cursor = resolved.batchSize ? { batchSize: resolved.batchSize } : {}
+  for (const key of ['collation', 'maxTimeMS', 'readConcern']) {
+    if (resolved[key] !== undefined) command[key] = resolved[key]
+  }
+  return command
+}
 
 /**
- * Runs `explain` of `command` (a find or aggregate built from the cursor's resolved options, named
- * as the server names them) and returns the server's reply decoded with the cursor's BSON options.
+ * Runs `explain` of `command` (a find or aggregate built by {@link findCommand} or
+ * {@link aggregateCommand}) under the cursor's read preference and time limit, and returns the
+ * server's reply decoded with the cursor's BSON options.
  */
 export async function runExplain(
   source: CursorSource,
@@ -61,9 +110,6 @@ export async function runExplain(
   options: ExplainCommandOptions | undefined,
 ): Promise<Document> {
   const explain = resolveExplain(verbosity, options)
-  for (const [key, value] of Object.entries(resolved)) {
-    if (!NOT_COMMAND_FIELDS.includes(key) && value !== undefined) command[key] = value
-  }
   const wrapped: Document = { explain: command, verbosity: explain.verbosity }
   if (typeof explain.maxTimeMS === 'number') wrapped.maxTimeMS = explain.maxTimeMS
   const target = { nativeDatabase: () => source.nativeDatabase() }

@@ -6,7 +6,13 @@
 export { MongoClient, type MongoClientOptions } from './mongo_client.js'
 export { Db, type DbOptions, type DbStatsOptions, type ListCollectionsOptions } from './db.js'
 export { Admin, type ListDatabasesOptions } from './admin.js'
-export { CommandCursor, type CommandCursorOptions, type RunCommandOptions } from './commands.js'
+export {
+  CommandCursor,
+  ListCollectionsCursor,
+  ListIndexesCursor,
+  type CommandCursorOptions,
+  type RunCommandOptions,
+} from './commands.js'
 export { HostAddress } from './client_options.js'
 export { MongoDBNamespace } from './namespace.js'
 export type { ExplainCommandOptions } from './explain.js'
@@ -92,20 +98,38 @@ export type { BSONDeserializeOptions, BSONOptions, BSONSerializeOptions } from '
 export {
   ErrorCode,
   MongoAPIError,
+  MongoAWSError,
+  MongoAzureError,
+  MongoClientClosedError,
+  MongoCompatibilityError,
   MongoCursorExhaustedError,
   MongoCursorInUseError,
+  MongoDecompressionError,
   MongoDriverError,
   MongoError,
+  MongoErrorLabel,
+  MongoExpiredSessionError,
+  MongoGCPError,
   MongoInvalidArgumentError,
+  MongoKerberosError,
+  MongoMissingCredentialsError,
+  MongoMissingDependencyError,
   MongoNetworkError,
   MongoNetworkTimeoutError,
   MongoNotConnectedError,
+  MongoOIDCError,
   MongoOperationTimeoutError,
   MongoParseError,
   MongoRuntimeError,
+  MongoServerClosedError,
   MongoServerError,
   MongoServerSelectionError,
+  MongoStalePrimaryError,
   MongoSystemError,
+  MongoTailableCursorError,
+  MongoTopologyClosedError,
+  MongoTransactionError,
+  MongoUnexpectedServerResponseError,
   MongoWorkerPoolError,
   type MongoErrorOptions,
 } from './errors.js'

@@ -7,7 +7,7 @@ import type { Document } from 'bson'
 import { describe, toBSON } from '../bson.js'
 import { callNative, MongoInvalidArgumentError } from '../errors.js'
 import { AGGREGATE, isPlainObject, resolveOperationOptions, type AggregateOptions } from '../options.js'
-import { runExplain, type ExplainCommandOptions } from '../explain.js'
+import { aggregateCommand, runExplain, type ExplainCommandOptions } from '../explain.js'
 import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
 import { withDefaultBatchSize } from './batch_size.js'
@@ -56,13 +56,9 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
       this.#options,
       this.source.bsonOptions,
     )
-    const { batchSize, ...fields } = resolved
-    const command: Document = {
-      aggregate: this.source.databaseLevel ? 1 : this.namespace.collection,
-      pipeline: this.#pipeline,
-      cursor: batchSize ? { batchSize } : {},
-    }
-    return runExplain(this.source, command, fields, bson, verbosity, options)
+    const target = this.source.databaseLevel ? 1 : this.namespace.collection!
+    const command = aggregateCommand(target, this.#pipeline, resolved)
+    return runExplain(this.source, command, resolved, bson, verbosity, options)
   }
 
   override clone(): AggregationCursor<TSchema> {

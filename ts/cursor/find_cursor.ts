@@ -16,7 +16,7 @@ import {
   type Sort,
   type SortDirection,
 } from '../options.js'
-import { runExplain, type ExplainCommandOptions } from '../explain.js'
+import { findCommand, runExplain, type ExplainCommandOptions } from '../explain.js'
 import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
 import { findSizeKey, withDefaultBatchSize } from './batch_size.js'
@@ -76,12 +76,7 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     options?: ExplainCommandOptions,
   ): Promise<Document> {
     const { command: resolved, bson } = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
-    const command: Document = { find: this.namespace.collection, filter: this.#filter }
-    // A negative limit means one batch of at most |limit| documents, as the find sends it.
-    if (typeof resolved.limit === 'number' && resolved.limit < 0) {
-      resolved.limit = -resolved.limit
-      resolved.singleBatch = true
-    }
+    const command = findCommand(this.namespace.collection, this.#filter, resolved)
     return runExplain(this.source, command, resolved, bson, verbosity, options)
   }
 
