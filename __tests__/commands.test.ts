@@ -228,6 +228,27 @@ describe('explain, db.aggregate, count', () => {
     )
   })
 
+  it.each([
+    ['find', (target: OfficialDb | Db) => items(target).find({ tag: 1 }, { explain: true }).toArray()],
+    ['findOne', (target: OfficialDb | Db) => items(target).findOne({ tag: 1 }, { explain: 'queryPlanner' })],
+    [
+      'aggregate',
+      (target: OfficialDb | Db) =>
+        items(target)
+          .aggregate([{ $match: { tag: 1 } }], { explain: { verbosity: 'queryPlanner' } })
+          .toArray(),
+    ],
+  ])('the explain option makes %s yield the official explain', async (_, run) => {
+    const result = await expectParity(run)
+    expect(JSON.stringify(result)).toContain('queryPlanner')
+  })
+
+  it('refuses the explain option on JSON output', async () => {
+    await expect(db.collection('items').findJson({}, { explain: true })).rejects.toThrow(
+      /explain does not apply to JSON output/,
+    )
+  })
+
   it('aggregate().explain() returns the official explain', async () => {
     await expectParity((target) =>
       items(target)

@@ -214,6 +214,7 @@ export class Collection<TSchema extends Document = Document> {
    * `enableUtf8Validation` do not apply (passing one is an error).
    */
   async findJson(filter: Filter<TSchema> | ObjectId = {}, options: JsonOptions = {}): Promise<Buffer> {
+    checkNoExplain(options)
     return findJson(this.#cursorSource(), checkFilter(filter), this.#inherit(options ?? {}))
   }
 
@@ -230,7 +231,10 @@ export class Collection<TSchema extends Document = Document> {
   ): Promise<PipeJsonResult> {
     return pipeJson(
       this.#cursorSource(),
-      () => checkFilter(filter),
+      () => {
+        checkNoExplain(options)
+        return checkFilter(filter)
+      },
       this.#inherit(options ?? {}),
       destination,
     )
@@ -261,7 +265,11 @@ export class Collection<TSchema extends Document = Document> {
     filter: Filter<TSchema> | ObjectId = {},
     options: FindOptions = {},
   ): Promise<WithId<TSchema> | null> {
-    const cursor = this.find(filter, options).limit(-1).batchSize(1)
+    // With `explain`, the plan of the official driver's findOne command (limit 1, singleBatch).
+    const cursor =
+      options?.explain != null
+        ? this.find(filter, { ...options, singleBatch: true }).limit(1)
+        : this.find(filter, options).limit(-1).batchSize(1)
     try {
       return await cursor.next()
     } finally {
@@ -377,5 +385,14 @@ export class Collection<TSchema extends Document = Document> {
     if (resolved.readConcern !== undefined) command.readConcern = resolved.readConcern
     const reply = await runCommand(this.#parent, command, resolved, { ...bson, raw: false })
     return Number(reply.n)
+  }
+}
+
+/** JSON output renders documents: a plan is read with `find(filter).explain()`. */
+function checkNoExplain(options: unknown): void {
+  if ((options as { explain?: unknown } | null | undefined)?.explain != null) {
+    throw new MongoInvalidArgumentError(
+      'explain does not apply to JSON output: read the plan with find(filter).explain()',
+    )
   }
 }

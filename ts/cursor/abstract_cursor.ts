@@ -152,6 +152,24 @@ export abstract class AbstractCursor<TSchema = Document>
     return (batch) => decoder.decodeBatch(batch)
   }
 
+  /**
+   * The documents of a cursor that runs no cursor command (a find or aggregate with the `explain`
+   * option yields the explain output), or undefined to open the native cursor.
+   */
+  protected async openWithoutCursor(): Promise<unknown[] | undefined> {
+    return undefined
+  }
+
+  /** Buffers the documents of `openWithoutCursor` as the cursor's only batch. */
+  #serveAnswer(documents: unknown[]): boolean {
+    if (this.#state !== 'opening') return false
+    this.#state = 'open'
+    this.#serverHasMore = false
+    this.#buffer = documents
+    this.#position = 0
+    return documents.length > 0
+  }
+
   /** A new, unstarted cursor with the same query and options (transforms not included). */
   abstract clone(): AbstractCursor<TSchema>
 
@@ -353,6 +371,8 @@ export abstract class AbstractCursor<TSchema = Document>
       this.#state = 'opening'
       let cursor: NativeCursor
       try {
+        const answer = await this.openWithoutCursor()
+        if (answer !== undefined) return this.#serveAnswer(answer)
         const opened = await this.openNative()
         cursor = opened.cursor
         this.#native = cursor

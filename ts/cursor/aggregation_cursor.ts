@@ -31,6 +31,11 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
     this.#options = { ...options }
   }
 
+  protected override async openWithoutCursor(): Promise<Document[] | undefined> {
+    const { explain } = this.#options
+    return explain == null ? undefined : [await this.explain(explain as ExplainVerbosityLike)]
+  }
+
   protected override async openNative() {
     // Both run `aggregate` with the same arguments: on a database, the command says `aggregate: 1`.
     const target = this.source.databaseLevel

@@ -35,6 +35,11 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     this.#options = { ...options }
   }
 
+  protected override async openWithoutCursor(): Promise<Document[] | undefined> {
+    const { explain } = this.#options
+    return explain == null ? undefined : [await this.explain(explain as ExplainVerbosityLike)]
+  }
+
   protected override async openNative() {
     const collection = await this.source.nativeCollection()
     const resolved = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
