@@ -180,6 +180,50 @@ describe('listCollections, collections, stats', () => {
   })
 })
 
+describe('more introspection', () => {
+  it.each([
+    ['collection.options()', (target: OfficialDb | Db) => (target.collection('items') as any).options()],
+    ['collection.isCapped()', (target: OfficialDb | Db) => (target.collection('items') as any).isCapped()],
+    [
+      'options() of a missing collection',
+      (target: OfficialDb | Db) => (target.collection('nope') as any).options(),
+    ],
+    [
+      'db.runCursorCommand(listIndexes)',
+      (target: OfficialDb | Db) => target.runCursorCommand({ listIndexes: 'items', cursor: {} }).toArray(),
+    ],
+    [
+      'db.runCursorCommand(find) with a batchSize',
+      (target: OfficialDb | Db) =>
+        target
+          .runCursorCommand(
+            { find: 'items', filter: { tag: 0 }, sort: { n: 1 }, batchSize: 2 },
+            { batchSize: 3 },
+          )
+          .toArray(),
+    ],
+    [
+      'aggregate().batchSize(2).maxTimeMS(5000)',
+      (target: OfficialDb | Db) =>
+        (target.collection('items') as any)
+          .aggregate([{ $sort: { n: 1 } }])
+          .batchSize(2)
+          .maxTimeMS(5000)
+          .toArray(),
+    ],
+    [
+      'db.namespace and secondaryOk',
+      async (target: OfficialDb | Db) => [target.namespace, target.secondaryOk],
+    ],
+  ])('%s answers like the official driver', async (_, run) => {
+    await expectParity(run)
+  })
+
+  it('runCursorCommand refuses a write command', () => {
+    expect(() => db.runCursorCommand({ delete: 'items', deletes: [] })).toThrow(MongoInvalidArgumentError)
+  })
+})
+
 describe('indexes', () => {
   const items = (target: OfficialDb | Db) => target.collection('items') as any
 

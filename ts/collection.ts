@@ -9,11 +9,11 @@ import { FindCursor } from './cursor/find_cursor.js'
 import { LazyFindCursor } from './cursor/lazy_cursor.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { createDecoder } from './decode.js'
-import { callNative, MongoInvalidArgumentError } from './errors.js'
+import { callNative, MongoAPIError, MongoInvalidArgumentError } from './errors.js'
 import { findJson, pipeJson, type JsonOptions, type PipeJsonResult } from './json.js'
 import type { LazyDocument } from './lazy.js'
 import type { NativeCollection, NativeDatabase } from './native.cjs'
-import { ListIndexesCursor, runCommand, type CommandCursorOptions } from './commands.js'
+import { CommandCursor, ListIndexesCursor, runCommand, type CommandCursorOptions } from './commands.js'
 import {
   inheritOptions,
   resolveInherited,
@@ -324,6 +324,31 @@ export class Collection<TSchema extends Document = Document> {
       collection.distinct(key, toBSON(checked, bson), toBSON(command, bson)),
     )
     return createDecoder({ ...bson, raw: false }).decodeDocument(reply).values as T[]
+  }
+
+  /** The collection's options as `listCollections` reports them (`capped`, `validator`, ...). */
+  async options(options: CommandCursorOptions = {}): Promise<Document> {
+    const [collection] = await this.#listSelf(options)
+    if (collection == null || collection.options == null) {
+      throw new MongoAPIError(`collection ${this.namespace} not found`)
+    }
+    return collection.options
+  }
+
+  /** True for a capped collection. */
+  async isCapped(options: CommandCursorOptions = {}): Promise<boolean> {
+    return Boolean((await this.options(options)).capped)
+  }
+
+  /** This collection's `listCollections` entry, if it exists. */
+  #listSelf(options: CommandCursorOptions): Promise<Document[]> {
+    const command = { listCollections: 1, filter: { name: this.#name }, cursor: {} }
+    return new CommandCursor<Document>(
+      this.#cursorSource(),
+      this.#parent,
+      command,
+      this.#inherit(options ?? {}),
+    ).toArray()
   }
 
   /** A cursor over the collection's indexes (`{ v, key, name, ... }`). */

@@ -14,6 +14,7 @@ import { Admin } from './admin.js'
 import { Collection, type CollectionOptions } from './collection.js'
 import {
   checkReadCommand,
+  CommandCursor,
   ListCollectionsCursor,
   runCommand,
   type CommandCursorOptions,
@@ -85,6 +86,16 @@ export class Db {
     return { ...this.#bsonOptions }
   }
 
+  /** The database name (the official driver's `db.namespace`). */
+  get namespace(): string {
+    return this.#name
+  }
+
+  /** True when this database's read preference may read from a secondary. */
+  get secondaryOk(): boolean {
+    return this.readPreference.secondaryOk()
+  }
+
   /** The read preference of this database's operations (its own, else the client's). */
   get readPreference(): ReadPreference {
     return this.#inherited.readPreference ?? this.#parent.readPreference
@@ -142,6 +153,19 @@ export class Db {
       { readPreference: options?.readPreference, timeoutMS: options?.timeoutMS ?? this.timeoutMS },
       bson,
     )
+  }
+
+  /**
+   * Runs a read-only cursor-returning command (`find`, `aggregate`, `listCollections`,
+   * `listIndexes`) and returns a cursor over its results.
+   * @throws MongoInvalidArgumentError for a command that may write (see `command`).
+   */
+  runCursorCommand<T extends Document = Document>(
+    command: Document,
+    options: CommandCursorOptions = {},
+  ): CommandCursor<T> {
+    checkReadCommand(command)
+    return new CommandCursor<T>(this.#cursorSource(), this, command, { ...options })
   }
 
   /** The `admin` database's commands (`ping`, `serverStatus`, `listDatabases`, `buildInfo`). */

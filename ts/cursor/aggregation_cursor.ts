@@ -6,7 +6,13 @@
 import type { Document } from 'bson'
 import { describe, toBSON } from '../bson.js'
 import { callNative, MongoInvalidArgumentError } from '../errors.js'
-import { AGGREGATE, isPlainObject, resolveOperationOptions, type AggregateOptions } from '../options.js'
+import {
+  AGGREGATE,
+  isPlainObject,
+  normalizeOperationOption,
+  resolveOperationOptions,
+  type AggregateOptions,
+} from '../options.js'
 import { aggregateCommand, runExplain, type ExplainCommandOptions } from '../explain.js'
 import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
@@ -72,6 +78,20 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
 
   override map<T>(transform: (document: TSchema) => T): AggregationCursor<T> {
     return super.map(transform) as AggregationCursor<T>
+  }
+
+  /** Documents per server batch. Call it before reading. */
+  batchSize(value: number): this {
+    this.throwIfInitialized()
+    ;(this.#options as Document).batchSize = normalizeOperationOption(AGGREGATE, 'batchSize', value)
+    return this
+  }
+
+  /** Server-side time limit in milliseconds. Call it before reading. */
+  maxTimeMS(value: number): this {
+    this.throwIfInitialized()
+    ;(this.#options as Document).maxTimeMS = normalizeOperationOption(AGGREGATE, 'maxTimeMS', value)
+    return this
   }
 
   #append(stage: unknown): void {
