@@ -1,6 +1,7 @@
 // A small fake mongod for what the embedded server cannot show: it records every command both
 // drivers send (to compare `apiVersion`, `readConcern`, `$readPreference`), answers hello as a
-// standalone or a mongos, and can delay replies (timeoutMS). find and aggregate return `documents`.
+// standalone or a mongos, and can delay replies (timeoutMS). find and aggregate return `documents`,
+// in batches of their `batchSize` (getMore serves the rest).
 import { once } from 'node:events'
 import { createServer, type Server, type Socket } from 'node:net'
 import { BSON, Long, type Document } from 'bson'
@@ -45,12 +46,35 @@ function hello(options: WireServerOptions, legacy: boolean): Document {
   }
 }
 
-function reply(command: Document, options: WireServerOptions): Document {
+/** Documents a cursor still has to return, by cursor id. */
+type OpenCursors = Map<bigint, { ns: string; documents: Document[] }>
+
+/** A cursor reply of at most `batchSize` documents of `documents`, keeping the rest open. */
+function batch(cursors: OpenCursors, ns: string, documents: Document[], batchSize: unknown, first: boolean) {
+  const size = typeof batchSize === 'number' && batchSize > 0 ? batchSize : documents.length
+  const rest = documents.slice(size)
+  let id = 0n
+  if (rest.length > 0) {
+    id = BigInt(cursors.size + 1) + 1000n
+    cursors.set(id, { ns, documents: rest })
+  }
+  const key = first ? 'firstBatch' : 'nextBatch'
+  return { cursor: { id: Long.fromBigInt(id), ns, [key]: documents.slice(0, size) }, ok: 1 }
+}
+
+function reply(command: Document, options: WireServerOptions, cursors: OpenCursors): Document {
   const name = Object.keys(command)[0]!
   if (['hello', 'ismaster', 'isMaster'].includes(name)) return hello(options, name !== 'hello')
   if (name === 'find' || name === 'aggregate') {
     const ns = `${command.$db}.${name === 'find' ? command.find : command.aggregate}`
-    return { cursor: { id: Long.ZERO, ns, firstBatch: options.documents ?? [] }, ok: 1 }
+    const batchSize = name === 'find' ? command.batchSize : command.cursor?.batchSize
+    return batch(cursors, ns, options.documents ?? [], batchSize, true)
+  }
+  if (name === 'getMore') {
+    const id = BigInt(String(command.getMore))
+    const cursor = cursors.get(id)
+    cursors.delete(id)
+    return batch(cursors, cursor?.ns ?? '', cursor?.documents ?? [], command.batchSize, false)
   }
   if (name === 'count') return { n: (options.documents ?? []).length, ok: 1 }
   return { ok: 1 }
@@ -67,6 +91,7 @@ function frame(opCode: number, responseTo: number, body: Buffer): Buffer {
 
 export async function startWireServer(options: WireServerOptions = {}): Promise<WireServer> {
   const commands: Document[] = []
+  const cursors: OpenCursors = new Map()
   const sockets = new Set<Socket>()
   const answer = async (socket: Socket, message: Buffer) => {
     const requestId = message.readInt32LE(4)
@@ -89,7 +114,7 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
       await new Promise((resolve) => setTimeout(resolve, options.delayMS))
     }
     if (socket.destroyed) return
-    const document = Buffer.from(BSON.serialize(reply(command, options)))
+    const document = Buffer.from(BSON.serialize(reply(command, options, cursors)))
     if (opCode === OP_MSG) {
       socket.write(frame(OP_MSG, requestId, Buffer.concat([Buffer.alloc(5), document])))
     } else {
