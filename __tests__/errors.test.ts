@@ -228,6 +228,7 @@ describe('server and connection errors', () => {
           /<redacted>/,
         )
         expect(inspect(error, { depth: 10 })).not.toContain(secret)
+        expect(JSON.stringify((error as MongoServerError).errorResponse)).not.toContain(secret)
       }
       const shown = inspect(withSecrets, { depth: 10, showHidden: true })
       expect(shown).not.toContain(uriSecret)

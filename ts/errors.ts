@@ -147,33 +147,34 @@ export class MongoWorkerPoolError extends MongoDriverError {
 export interface ServerErrorDetails extends MongoErrorOptions {
   code: number
   codeName: string
-  /** The server's reply; by default rebuilt from the other details. */
-  errorResponse?: Record<string, unknown>
 }
 
 /** The server answered with an error (`ok: 0`). */
 export class MongoServerError extends MongoError {
-  /**
-   * The server's error reply: `{ ok: 0, errmsg, code, codeName, errorLabels? }` (the fields the
-   * Rust driver keeps of it; a reply's other fields, such as `$clusterTime`, are not kept).
-   */
-  errorResponse: Record<string, unknown>
   ok = 0
   codeName: string
   declare code: number
 
   constructor(message: string, details: ServerErrorDetails) {
     super(message, details)
-    const labels = details.errorLabels ?? []
-    this.errorResponse = details.errorResponse ?? {
-      ok: 0,
-      errmsg: message,
-      code: details.code,
-      codeName: details.codeName,
-      ...(labels.length > 0 ? { errorLabels: [...labels] } : {}),
-    }
     this.code = details.code
     this.codeName = details.codeName
+  }
+
+  /**
+   * The server's error reply: `{ ok: 0, errmsg, code, codeName, errorLabels? }` (the fields the
+   * Rust driver keeps of it; a reply's other fields, such as `$clusterTime`, are not kept). Built
+   * from `message` when read, so that a password redacted from the message is not in it either.
+   */
+  get errorResponse(): Record<string, unknown> {
+    const labels = this.errorLabels
+    return {
+      ok: 0,
+      errmsg: this.message,
+      code: this.code,
+      codeName: this.codeName,
+      ...(labels.length > 0 ? { errorLabels: labels } : {}),
+    }
   }
 
   override get name(): string {
