@@ -6,13 +6,14 @@ use std::{
 };
 
 use bson::doc;
-use mongodb::options::ClientOptions;
 use napi::{bindgen_prelude::PromiseRaw, Env};
 use napi_derive::napi;
 
 use crate::{
     collection::NativeCollection,
+    connect::{client_options, ConnectOptions},
     cursor::CursorSlot,
+    database::NativeDatabase,
     deadline::ClientTimeouts,
     error::{Error, Result},
     events::{EventCallback, Monitor},
@@ -66,11 +67,13 @@ impl NativeClient {
     /// of the crate that quotes the URI can quote the password.
     /// `events` receives the monitoring events JS listens to (`eventMask`, see `events.rs`);
     /// command events only with `monitorCommands`, or `traceCommands` (OpenTelemetry spans).
+    /// `options`: what a connection string cannot carry (`serverApi`, `driverInfo`).
     #[napi(catch_unwind)]
     pub async fn connect(
         uri: String,
         timeout_ms: Option<i64>,
         socket_timeout_ms: Option<i64>,
+        options: Option<ConnectOptions>,
         password: Option<String>,
         events: Option<EventCallback>,
         event_mask: Option<u32>,
@@ -78,7 +81,7 @@ impl NativeClient {
         trace_commands: Option<bool>,
     ) -> napi::Result<NativeClient> {
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
-        let mut options = ClientOptions::parse(&uri).await.map_err(Error::from_uri_error)?;
+        let mut options = client_options(&uri, options).await?;
         if let (Some(credential), Some(password)) = (options.credential.as_mut(), password) {
             credential.password = Some(password);
         }
@@ -122,6 +125,13 @@ impl NativeClient {
             client.database(&db).collection(&name),
             self.state.clone(),
         ))
+    }
+
+    /// A handle on database `db`, for commands; no I/O.
+    #[napi(catch_unwind)]
+    pub fn database(&self, db: String) -> napi::Result<NativeDatabase> {
+        let client = self.state.client()?;
+        Ok(NativeDatabase::new(client.database(&db), self.state.clone()))
     }
 
     /// How many of this client's cursors are open on the server (not exhausted, failed or

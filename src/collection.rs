@@ -107,17 +107,7 @@ impl NativeCollection {
         self.ensure_open()?;
         let stages = pipeline_from_bytes(pipeline)?;
         let mut taken = OperationOptions::from_bytes(options, "aggregate")?;
-        let mut aggregate = AggregateOptions::default();
-        aggregate.allow_disk_use = taken.bool("allowDiskUse")?;
-        aggregate.batch_size = taken.batch_size()?;
-        aggregate.collation = taken.collation()?;
-        aggregate.comment = taken.any("comment");
-        aggregate.hint = taken.hint()?;
-        aggregate.max_time = taken.millis("maxTimeMS")?;
-        aggregate.max_await_time = taken.millis("maxAwaitTimeMS")?;
-        aggregate.let_vars = taken.document("let")?;
-        aggregate.selection_criteria = taken.read_preference()?;
-        aggregate.read_concern = taken.read_concern()?;
+        let mut aggregate = aggregate_options(&mut taken)?;
         let timeout = self.client.timeouts.take(&mut taken, true)?;
         taken.finish()?;
         aggregate.max_time = timeout.max_time(aggregate.max_time);
@@ -226,7 +216,23 @@ impl NativeCollection {
     }
 }
 
-fn pipeline_from_bytes(bytes: &[u8]) -> Result<Vec<Document>> {
+/// The options of an aggregate (on a collection or a database), but its time limits.
+pub fn aggregate_options(taken: &mut OperationOptions) -> Result<AggregateOptions> {
+    let mut aggregate = AggregateOptions::default();
+    aggregate.allow_disk_use = taken.bool("allowDiskUse")?;
+    aggregate.batch_size = taken.batch_size()?;
+    aggregate.collation = taken.collation()?;
+    aggregate.comment = taken.any("comment");
+    aggregate.hint = taken.hint()?;
+    aggregate.max_time = taken.millis("maxTimeMS")?;
+    aggregate.max_await_time = taken.millis("maxAwaitTimeMS")?;
+    aggregate.let_vars = taken.document("let")?;
+    aggregate.selection_criteria = taken.read_preference()?;
+    aggregate.read_concern = taken.read_concern()?;
+    Ok(aggregate)
+}
+
+pub fn pipeline_from_bytes(bytes: &[u8]) -> Result<Vec<Document>> {
     let pipeline = match document_from_bytes(bytes)?.remove("pipeline") {
         Some(Bson::Array(stages)) => stages,
         _ => {

@@ -4,7 +4,9 @@
 mod batch;
 mod client;
 mod collection;
+mod connect;
 mod cursor;
+mod database;
 mod deadline;
 mod error;
 mod events;

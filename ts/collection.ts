@@ -9,21 +9,33 @@ import { FindCursor } from './cursor/find_cursor.js'
 import { LazyFindCursor } from './cursor/lazy_cursor.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { createDecoder } from './decode.js'
-import { callNative, MongoInvalidArgumentError } from './errors.js'
+import { callNative, MongoAPIError, MongoInvalidArgumentError } from './errors.js'
 import { findJson, pipeJson, type JsonOptions, type PipeJsonResult } from './json.js'
 import type { LazyDocument } from './lazy.js'
-import type { NativeCollection } from './native.cjs'
+import type { NativeCollection, NativeDatabase } from './native.cjs'
+import { CommandCursor, ListIndexesCursor, runCommand, type CommandCursorOptions } from './commands.js'
+import {
+  inheritOptions,
+  resolveInherited,
+  type InheritableOptions,
+  type InheritedOptions,
+} from './inherit.js'
+import type { ReadConcern, ReadPreference } from './read_preference.js'
 import {
   checkFilter,
+  COUNT,
   COUNT_DOCUMENTS,
   DISTINCT,
   ESTIMATED_DOCUMENT_COUNT,
   resolveOperationOptions,
   type AggregateOptions,
+  type CollationOptions,
   type CountDocumentsOptions,
   type DistinctOptions,
   type EstimatedDocumentCountOptions,
   type FindOptions,
+  type Hint,
+  type ReadOperationOptions,
 } from './options.js'
 
 /** `T` with its `_id`: the declared type, or ObjectId when `T` declares none. */
@@ -42,14 +54,35 @@ export interface FindCursorOptions extends FindOptions {
   prefetch?: number
 }
 
-/** Options for `db.collection()`: BSON options inherited by its operations. */
-export type CollectionOptions = BSONOptions
+/** Options for `db.collection()`: inherited by its operations. */
+export type CollectionOptions = BSONOptions & InheritableOptions
 
 /** What a collection needs from its database. */
 export interface CollectionParent {
   databaseName: string
   bsonOptions: ResolvedBSONOptions
+  /** What the database sets itself (not what it inherits from the client). */
+  inherited: InheritedOptions
+  /** The database's effective values. */
+  readPreference: ReadPreference
+  readConcern: ReadConcern | undefined
+  timeoutMS: number | undefined
   nativeCollection(name: string): Promise<NativeCollection>
+  nativeDatabase(): Promise<NativeDatabase>
+}
+
+/** Options of `listIndexes`, `indexes`, `indexExists` and `indexInformation`. */
+export interface ListIndexesOptions extends CommandCursorOptions {
+  /** `indexes` / `indexInformation`: the full index documents (true), or `{ name: [[key, dir]] }`. */
+  full?: boolean
+}
+
+/** Options of the deprecated `count`. */
+export interface CountOptions extends ReadOperationOptions {
+  skip?: number
+  limit?: number
+  hint?: Hint
+  collation?: CollationOptions
 }
 
 /** A collection's read operations. Get one with `client.db(name).collection(name)`. */
@@ -57,6 +90,8 @@ export class Collection<TSchema extends Document = Document> {
   readonly #parent: CollectionParent
   readonly #name: string
   readonly #bsonOptions: ResolvedBSONOptions
+  /** readPreference, readConcern and timeoutMS set on this collection or its database. */
+  readonly #inherited: InheritedOptions
 
   /** @internal Created by `Db.collection`. */
   constructor(parent: CollectionParent, name: string, options?: CollectionOptions) {
@@ -66,6 +101,22 @@ export class Collection<TSchema extends Document = Document> {
     this.#parent = parent
     this.#name = name
     this.#bsonOptions = resolveBSONOptions(options, parent.bsonOptions)
+    this.#inherited = resolveInherited(options, parent.inherited)
+  }
+
+  /** The read preference of this collection's operations (its own, else its database's). */
+  get readPreference(): ReadPreference {
+    return this.#inherited.readPreference ?? this.#parent.readPreference
+  }
+
+  /** The read concern of this collection's operations (its own, else its database's), if any. */
+  get readConcern(): ReadConcern | undefined {
+    return this.#inherited.readConcern ?? this.#parent.readConcern
+  }
+
+  /** The `timeoutMS` of this collection's operations (its own, else its database's), if any. */
+  get timeoutMS(): number | undefined {
+    return this.#inherited.timeoutMS ?? this.#parent.timeoutMS
   }
 
   get collectionName(): string {
@@ -96,7 +147,13 @@ export class Collection<TSchema extends Document = Document> {
       namespace: this.namespace,
       bsonOptions: this.#bsonOptions,
       nativeCollection: () => this.#nativeCollection(),
+      nativeDatabase: () => this.#parent.nativeDatabase(),
     }
+  }
+
+  /** `options` with the collection's and database's readPreference, readConcern, timeoutMS. */
+  #inherit<T extends object>(options: T): T {
+    return inheritOptions(this.#inherited, options as any) as T
   }
 
   /**
@@ -104,7 +161,7 @@ export class Collection<TSchema extends Document = Document> {
    * `filter` may also be an ObjectId, meaning `{ _id: id }`.
    */
   find(filter: Filter<TSchema> | ObjectId = {}, options: FindOptions = {}): FindCursor<WithId<TSchema>> {
-    return new FindCursor(this.#cursorSource(), checkFilter(filter), options)
+    return new FindCursor(this.#cursorSource(), checkFilter(filter), this.#inherit(options))
   }
 
   /**
@@ -146,7 +203,7 @@ export class Collection<TSchema extends Document = Document> {
     return new LazyFindCursor<LazyDocument<WithId<TSchema>>>(
       this.#cursorSource(),
       checkFilter(filter),
-      options,
+      this.#inherit(options),
     )
   }
 
@@ -157,7 +214,8 @@ export class Collection<TSchema extends Document = Document> {
    * `enableUtf8Validation` do not apply (passing one is an error).
    */
   async findJson(filter: Filter<TSchema> | ObjectId = {}, options: JsonOptions = {}): Promise<Buffer> {
-    return findJson(this.#cursorSource(), checkFilter(filter), options ?? {})
+    checkNoExplain(options)
+    return findJson(this.#cursorSource(), checkFilter(filter), this.#inherit(options ?? {}))
   }
 
   /**
@@ -171,7 +229,15 @@ export class Collection<TSchema extends Document = Document> {
     options: JsonOptions,
     destination: NodeJS.WritableStream,
   ): Promise<PipeJsonResult> {
-    return pipeJson(this.#cursorSource(), () => checkFilter(filter), options ?? {}, destination)
+    return pipeJson(
+      this.#cursorSource(),
+      () => {
+        checkNoExplain(options)
+        return checkFilter(filter)
+      },
+      this.#inherit(options ?? {}),
+      destination,
+    )
   }
 
   /**
@@ -199,8 +265,12 @@ export class Collection<TSchema extends Document = Document> {
     filter: Filter<TSchema> | ObjectId = {},
     options: FindOptions = {},
   ): Promise<WithId<TSchema> | null> {
-    // `limit: 1, singleBatch: true` and no batchSize, the command the official driver sends.
-    const cursor = this.find(filter, options).limit(-1)
+    // `limit: 1, singleBatch: true` and no batchSize, the command the official driver sends; with
+    // `explain`, the plan of that command.
+    const cursor =
+      options?.explain != null
+        ? this.find(filter, { ...options, singleBatch: true }).limit(1)
+        : this.find(filter, options).limit(-1)
     try {
       return await cursor.next()
     } finally {
@@ -213,20 +283,28 @@ export class Collection<TSchema extends Document = Document> {
     pipeline: readonly Document[] = [],
     options: AggregateOptions = {},
   ): AggregationCursor<T> {
-    return new AggregationCursor<T>(this.#cursorSource(), pipeline, options)
+    return new AggregationCursor<T>(this.#cursorSource(), pipeline, this.#inherit(options))
   }
 
   /** Number of documents matching `filter` (exact, via an aggregation). */
   async countDocuments(filter: Filter<TSchema> = {}, options: CountDocumentsOptions = {}): Promise<number> {
     const checked = checkFilter(filter)
-    const { command, bson } = resolveOperationOptions(COUNT_DOCUMENTS, options, this.#bsonOptions)
+    const { command, bson } = resolveOperationOptions(
+      COUNT_DOCUMENTS,
+      this.#inherit(options),
+      this.#bsonOptions,
+    )
     const collection = await this.#nativeCollection()
     return callNative(() => collection.countDocuments(toBSON(checked, bson), toBSON(command, bson)))
   }
 
   /** Number of documents in the collection from its metadata (fast, may be approximate). */
   async estimatedDocumentCount(options: EstimatedDocumentCountOptions = {}): Promise<number> {
-    const { command, bson } = resolveOperationOptions(ESTIMATED_DOCUMENT_COUNT, options, this.#bsonOptions)
+    const { command, bson } = resolveOperationOptions(
+      ESTIMATED_DOCUMENT_COUNT,
+      this.#inherit(options),
+      this.#bsonOptions,
+    )
     const collection = await this.#nativeCollection()
     return callNative(() => collection.estimatedDocumentCount(toBSON(command, bson)))
   }
@@ -241,11 +319,106 @@ export class Collection<TSchema extends Document = Document> {
       throw new MongoInvalidArgumentError(`distinct key must be a string, got ${describe(key)}`)
     }
     const checked = checkFilter(filter)
-    const { command, bson } = resolveOperationOptions(DISTINCT, options, this.#bsonOptions)
+    const { command, bson } = resolveOperationOptions(DISTINCT, this.#inherit(options), this.#bsonOptions)
     const collection = await this.#nativeCollection()
     const reply = await callNative(() =>
       collection.distinct(key, toBSON(checked, bson), toBSON(command, bson)),
     )
     return createDecoder({ ...bson, raw: false }).decodeDocument(reply).values as T[]
+  }
+
+  /** The collection's options as `listCollections` reports them (`capped`, `validator`, ...). */
+  async options(options: CommandCursorOptions = {}): Promise<Document> {
+    const [collection] = await this.#listSelf(options)
+    if (collection == null || collection.options == null) {
+      throw new MongoAPIError(`collection ${this.namespace} not found`)
+    }
+    return collection.options
+  }
+
+  /** True for a capped collection. */
+  async isCapped(options: CommandCursorOptions = {}): Promise<boolean> {
+    return Boolean((await this.options(options)).capped)
+  }
+
+  /** This collection's `listCollections` entry, if it exists. */
+  #listSelf(options: CommandCursorOptions): Promise<Document[]> {
+    const command = { listCollections: 1, filter: { name: this.#name }, cursor: {} }
+    return new CommandCursor<Document>(
+      this.#cursorSource(),
+      this.#parent,
+      command,
+      this.#inherit(options ?? {}),
+    ).toArray()
+  }
+
+  /** A cursor over the collection's indexes (`{ v, key, name, ... }`). */
+  listIndexes(options: ListIndexesOptions = {}): ListIndexesCursor<Document> {
+    const resolved = this.#inherit(options ?? {})
+    const command: Document = {
+      listIndexes: this.#name,
+      cursor: resolved.batchSize ? { batchSize: resolved.batchSize } : {},
+    }
+    if (resolved.comment !== undefined) command.comment = resolved.comment
+    return new ListIndexesCursor(this.#cursorSource(), this.#parent, command, resolved)
+  }
+
+  /**
+   * The collection's indexes: the index documents, or with `full: false` an object mapping each
+   * index name to its key as `[field, direction]` pairs.
+   */
+  async indexes(options?: ListIndexesOptions & { full?: true }): Promise<Document[]>
+  async indexes(options: ListIndexesOptions & { full: false }): Promise<Record<string, [string, unknown][]>>
+  async indexes(options: ListIndexesOptions = {}): Promise<Document[] | Record<string, [string, unknown][]>> {
+    const indexes = await this.listIndexes(options).toArray()
+    if (options?.full ?? true) return indexes
+    return Object.fromEntries(indexes.map(({ name, key }) => [name, Object.entries(key)]))
+  }
+
+  /** True when every index named in `indexes` exists. */
+  async indexExists(indexes: string | string[], options?: ListIndexesOptions): Promise<boolean> {
+    const names = Array.isArray(indexes) ? indexes : [indexes]
+    const existing = new Set(
+      await this.listIndexes(options)
+        .map(({ name }) => name as string)
+        .toArray(),
+    )
+    return names.every((name) => existing.has(name))
+  }
+
+  /** `indexes()` with `full: false` unless asked otherwise: `{ name: [[field, direction]] }`. */
+  async indexInformation(options?: ListIndexesOptions): Promise<Document> {
+    return this.indexes({ ...options, full: (options?.full ?? false) as false })
+  }
+
+  /**
+   * Number of documents matching `filter`, by the `count` command (deprecated in the official
+   * driver: from metadata without a filter, and not exact on sharded clusters; prefer
+   * `countDocuments` or `estimatedDocumentCount`).
+   * @deprecated
+   */
+  async count(filter: Filter<TSchema> = {}, options: CountOptions = {}): Promise<number> {
+    const checked = checkFilter(filter)
+    const { command: resolved, bson } = resolveOperationOptions(
+      COUNT,
+      this.#inherit(options),
+      this.#bsonOptions,
+    )
+    const command: Document = { count: this.#name, query: checked }
+    for (const key of ['limit', 'skip', 'hint', 'maxTimeMS', 'collation', 'comment'] as const) {
+      if (resolved[key] !== undefined) command[key] = resolved[key]
+    }
+    if (resolved.readConcern !== undefined) command.readConcern = resolved.readConcern
+    const reply = await runCommand(this.#parent, command, resolved, { ...bson, raw: false })
+    return Number(reply.n)
+  }
+}
+
+/** JSON output renders documents: a plan is read with `find(filter).explain()`. */
+function checkNoExplain(options: unknown): void {
+  if ((options as { explain?: unknown } | null | undefined)?.explain != null) {
+    throw new MongoInvalidArgumentError(
+      'explain does not apply to JSON output: read the plan with find(filter).explain()',
+    )
   }
 }

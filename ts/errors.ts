@@ -153,6 +153,7 @@ export interface ServerErrorDetails extends MongoErrorOptions {
 
 /** The server answered with an error (`ok: 0`). */
 export class MongoServerError extends MongoError {
+  ok = 0
   codeName: string
   declare code: number
 
@@ -162,10 +163,175 @@ export class MongoServerError extends MongoError {
     this.codeName = details.codeName
   }
 
+  /**
+   * The server's error reply: `{ ok: 0, errmsg, code, codeName, errorLabels? }` (the fields the
+   * Rust driver keeps of it; a reply's other fields, such as `$clusterTime`, are not kept). Built
+   * from `message` when read, so that a password redacted from the message is not in it either.
+   */
+  get errorResponse(): Record<string, unknown> {
+    const labels = this.errorLabels
+    return {
+      ok: 0,
+      errmsg: this.message,
+      code: this.code,
+      codeName: this.codeName,
+      ...(labels.length > 0 ? { errorLabels: labels } : {}),
+    }
+  }
+
   override get name(): string {
     return 'MongoServerError'
   }
 }
+
+/** An operation on a client that was closed while it ran. */
+export class MongoTopologyClosedError extends MongoAPIError {
+  constructor(message = 'Topology is closed', options?: MongoErrorOptions) {
+    super(message, options)
+  }
+  override get name(): string {
+    return 'MongoTopologyClosedError'
+  }
+}
+
+/** An operation on a client that was closed. */
+export class MongoClientClosedError extends MongoAPIError {
+  constructor(message = 'Operation interrupted because client was closed', options?: MongoErrorOptions) {
+    super(message, options)
+  }
+  override get name(): string {
+    return 'MongoClientClosedError'
+  }
+}
+
+/** An operation on a server (connection pool) that was closed. */
+export class MongoServerClosedError extends MongoAPIError {
+  constructor(message = 'Server is closed', options?: MongoErrorOptions) {
+    super(message, options)
+  }
+  override get name(): string {
+    return 'MongoServerClosedError'
+  }
+}
+
+/** A feature the server or driver version does not support. */
+export class MongoCompatibilityError extends MongoAPIError {
+  override get name(): string {
+    return 'MongoCompatibilityError'
+  }
+}
+
+/** Credentials are missing or incomplete. */
+export class MongoMissingCredentialsError extends MongoAPIError {
+  override get name(): string {
+    return 'MongoMissingCredentialsError'
+  }
+}
+
+/** An optional dependency an option needs is not installed. */
+export class MongoMissingDependencyError extends MongoAPIError {
+  override get name(): string {
+    return 'MongoMissingDependencyError'
+  }
+}
+
+/** A tailable-cursor operation on a cursor that is not tailable. */
+export class MongoTailableCursorError extends MongoAPIError {
+  constructor(message = 'Tailable cursor does not support this operation', options?: MongoErrorOptions) {
+    super(message, options)
+  }
+  override get name(): string {
+    return 'MongoTailableCursorError'
+  }
+}
+
+/** A session used after it ended. */
+export class MongoExpiredSessionError extends MongoAPIError {
+  constructor(message = 'Cannot use a session that has ended', options?: MongoErrorOptions) {
+    super(message, options)
+  }
+  override get name(): string {
+    return 'MongoExpiredSessionError'
+  }
+}
+
+/** A transaction misused. */
+export class MongoTransactionError extends MongoAPIError {
+  override get name(): string {
+    return 'MongoTransactionError'
+  }
+}
+
+/** A compressed server reply that could not be decompressed. */
+export class MongoDecompressionError extends MongoRuntimeError {
+  override get name(): string {
+    return 'MongoDecompressionError'
+  }
+}
+
+/** A server reply of an unexpected shape. */
+export class MongoUnexpectedServerResponseError extends MongoRuntimeError {
+  override get name(): string {
+    return 'MongoUnexpectedServerResponseError'
+  }
+}
+
+/** A primary older than one already seen (replica set monitoring). */
+export class MongoStalePrimaryError extends MongoRuntimeError {
+  override get name(): string {
+    return 'MongoStalePrimaryError'
+  }
+}
+
+/** Kerberos (GSSAPI) authentication failed. */
+export class MongoKerberosError extends MongoRuntimeError {
+  override get name(): string {
+    return 'MongoKerberosError'
+  }
+}
+
+/** AWS authentication failed. */
+export class MongoAWSError extends MongoRuntimeError {
+  override get name(): string {
+    return 'MongoAWSError'
+  }
+}
+
+/** OIDC authentication failed. */
+export class MongoOIDCError extends MongoRuntimeError {
+  override get name(): string {
+    return 'MongoOIDCError'
+  }
+}
+
+/** Azure OIDC authentication failed. */
+export class MongoAzureError extends MongoOIDCError {
+  override get name(): string {
+    return 'MongoAzureError'
+  }
+}
+
+/** GCP OIDC authentication failed. */
+export class MongoGCPError extends MongoOIDCError {
+  override get name(): string {
+    return 'MongoGCPError'
+  }
+}
+
+/** The labels the official driver attaches to errors. */
+export const MongoErrorLabel = Object.freeze({
+  RetryableWriteError: 'RetryableWriteError',
+  TransientTransactionError: 'TransientTransactionError',
+  UnknownTransactionCommitResult: 'UnknownTransactionCommitResult',
+  ResumableChangeStreamError: 'ResumableChangeStreamError',
+  HandshakeError: 'HandshakeError',
+  ResetPool: 'ResetPool',
+  PoolRequestedRetry: 'PoolRequestedRetry',
+  InterruptInUseConnections: 'InterruptInUseConnections',
+  NoWritesPerformed: 'NoWritesPerformed',
+  RetryableError: 'RetryableError',
+  SystemOverloadedError: 'SystemOverloadedError',
+} as const)
 
 /** A network failure talking to a server. */
 export class MongoNetworkError extends MongoError {

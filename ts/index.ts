@@ -3,7 +3,31 @@
  * read operations; BSON is fetched and split into batches in Rust.
  * @module
  */
-export { MongoClient, Db, type MongoClientOptions } from './mongo_client.js'
+export { MongoClient, type MongoClientOptions } from './mongo_client.js'
+export { Db, type DbOptions, type DbStatsOptions, type ListCollectionsOptions } from './db.js'
+export { Admin, type ListDatabasesOptions } from './admin.js'
+export {
+  CommandCursor,
+  ListCollectionsCursor,
+  ListIndexesCursor,
+  type CommandCursorOptions,
+  type RunCommandOptions,
+} from './commands.js'
+export { HostAddress } from './client_options.js'
+export { MongoDBNamespace } from './namespace.js'
+export type { ExplainCommandOptions } from './explain.js'
+export type { InheritableOptions } from './inherit.js'
+export {
+  ExplainVerbosity,
+  ReadConcern,
+  ReadConcernLevel,
+  ReadPreference,
+  ReadPreferenceMode,
+  ServerApiVersion,
+  type ExplainVerbosityLike,
+  type ReadPreferenceOptions,
+  type ServerApi,
+} from './read_preference.js'
 export {
   CommandFailedEvent,
   CommandStartedEvent,
@@ -39,7 +63,9 @@ export {
 export {
   Collection,
   type CollectionOptions,
+  type CountOptions,
   type Filter,
+  type ListIndexesOptions,
   type FindCursorOptions,
   type WithId,
 } from './collection.js'
@@ -104,20 +130,38 @@ export type { BSONDeserializeOptions, BSONOptions, BSONSerializeOptions } from '
 export {
   ErrorCode,
   MongoAPIError,
+  MongoAWSError,
+  MongoAzureError,
+  MongoClientClosedError,
+  MongoCompatibilityError,
   MongoCursorExhaustedError,
   MongoCursorInUseError,
+  MongoDecompressionError,
   MongoDriverError,
   MongoError,
+  MongoErrorLabel,
+  MongoExpiredSessionError,
+  MongoGCPError,
   MongoInvalidArgumentError,
+  MongoKerberosError,
+  MongoMissingCredentialsError,
+  MongoMissingDependencyError,
   MongoNetworkError,
   MongoNetworkTimeoutError,
   MongoNotConnectedError,
+  MongoOIDCError,
   MongoOperationTimeoutError,
   MongoParseError,
   MongoRuntimeError,
+  MongoServerClosedError,
   MongoServerError,
   MongoServerSelectionError,
+  MongoStalePrimaryError,
   MongoSystemError,
+  MongoTailableCursorError,
+  MongoTopologyClosedError,
+  MongoTransactionError,
+  MongoUnexpectedServerResponseError,
   MongoWorkerPoolError,
   TopologyDescription,
   type MongoErrorOptions,

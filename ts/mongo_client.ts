@@ -10,8 +10,18 @@ import {
   type BSONOptions,
   type ResolvedBSONOptions,
 } from './bson.js'
-import { Collection, type CollectionOptions } from './collection.js'
 import type { Document } from 'bson'
+import {
+  checkClientOptionNames,
+  describeClientOptions,
+  isUriOption,
+  officialOptionName,
+  parseBoolean,
+  parseDriverInfo,
+  parseServerApi,
+  uriOptionValues,
+} from './client_options.js'
+import { Db, type DbOptions } from './db.js'
 import {
   callNative,
   callNativeSync,
@@ -23,6 +33,7 @@ import { ClientMonitor, TypedEventEmitter, type MongoClientEvents } from './even
 import { CommandLogger, type LoggingOptions } from './logging.js'
 import { NativeClient, type NativeCollection } from './native.cjs'
 import { CommandTracer, startTracing, tracerProviderRegistered } from './telemetry.js'
+import { ReadConcern, ReadPreference, type ServerApi, type ServerApiVersion } from './read_preference.js'
 
 /**
  * Client options: the connection-string options (same names as in the URI and the official
@@ -30,6 +41,18 @@ import { CommandTracer, startTracing, tracerProviderRegistered } from './telemet
  */
 export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   auth?: { username?: string; password?: string }
+  /** The Stable API version to declare (sent with every command): `'1'` or `{ version, strict, deprecationErrors }`. */
+  serverApi?: ServerApiVersion | ServerApi
+  /** A library wrapping rumongo names itself in the connection handshake. */
+  driverInfo?: { name?: string; version?: string; platform?: string }
+  /** Emit command monitoring events. Default false. */
+  monitorCommands?: boolean
+  /** The database `client.db()` opens without a name (else the connection string's, else `test`). */
+  dbName?: string
+  /** The client's read concern: a level or `{ level }` (same as `readConcernLevel`). */
+  readConcern?: string | { level: string }
+  authMechanismProperties?: Document
+  readPreferenceTags?: Document[]
   appName?: string
   authMechanism?: string
   authSource?: string
@@ -44,23 +67,12 @@ export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   maxPoolSize?: number
   maxStalenessSeconds?: number
   minPoolSize?: number
-  /**
-   * Emit `commandStarted`, `commandSucceeded` and `commandFailed` events (off by default, as in
-   * the official driver). Pool and server events are emitted to their listeners either way.
-   */
-  monitorCommands?: boolean
   readConcernLevel?: string
-  readPreference?: string
+  readPreference?: string | ReadPreference | { mode: string; tags?: Document[]; maxStalenessSeconds?: number }
   replicaSet?: string
   retryReads?: boolean
   serverMonitoringMode?: 'auto' | 'poll' | 'stream'
   serverSelectionTimeoutMS?: number
-  /**
-   * OpenTelemetry spans for this client's commands, as `@opentelemetry/instrumentation-mongodb`
-   * makes them for the official driver: on (the default) when `@opentelemetry/api` is installed and
-   * a tracer provider is registered when the client connects; `false` turns them off.
-   */
-  tracing?: boolean
   /**
    * Bound on each round trip to the server (a command or a getMore; server selection and waiting
    * for a pooled connection included); fails with `MongoNetworkTimeoutError`. `0` (the default):
@@ -84,54 +96,22 @@ export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   timeoutMS?: number
   waitQueueTimeoutMS?: number
   zlibCompressionLevel?: number
+  /** Write options: accepted for code shared with the official driver; rumongo never writes. */
+  w?: number | string
+  journal?: boolean
+  wtimeoutMS?: number
+  writeConcern?: Document
+  retryWrites?: boolean
+  forceServerObjectId?: boolean
+  checkKeys?: boolean
+  pkFactory?: unknown
+  /**
+   * OpenTelemetry spans for this client's commands, as `@opentelemetry/instrumentation-mongodb`
+   * makes them for the official driver: on (the default) when `@opentelemetry/api` is installed and
+   * a tracer provider is registered when the client connects; `false` turns them off.
+   */
+  tracing?: boolean
 }
-
-/** Options that go into the connection string as they are. */
-const URI_OPTIONS = new Set<string>([
-  'appName',
-  'authMechanism',
-  'authSource',
-  'compressors',
-  'connectTimeoutMS',
-  'directConnection',
-  'heartbeatFrequencyMS',
-  'loadBalanced',
-  'localThresholdMS',
-  'maxConnecting',
-  'maxIdleTimeMS',
-  'maxPoolSize',
-  'maxStalenessSeconds',
-  'minPoolSize',
-  'readConcernLevel',
-  'readPreference',
-  'replicaSet',
-  'retryReads',
-  'serverMonitoringMode',
-  'serverSelectionTimeoutMS',
-  'srvMaxHosts',
-  'srvServiceName',
-  'ssl',
-  'tls',
-  'tlsAllowInvalidCertificates',
-  'tlsAllowInvalidHostnames',
-  'tlsCAFile',
-  'tlsCertificateKeyFile',
-  'tlsCertificateKeyFilePassword',
-  'tlsInsecure',
-  'waitQueueTimeoutMS',
-  'zlibCompressionLevel',
-])
-
-/** Official driver options that change behaviour rumongo does not implement: rejected, not ignored. */
-const UNSUPPORTED_CLIENT_OPTIONS = [
-  'autoEncryption',
-  'proxyHost',
-  'proxyPort',
-  'proxyUsername',
-  'proxyPassword',
-  'driverInfo',
-  'serverApi',
-]
 
 /**
  * The connection string's parts, split as mongodb-connection-string-url (the official driver's
@@ -226,27 +206,99 @@ function takeTimeouts(query: URLSearchParams, options: MongoClientOptions): Clie
   return timeouts
 }
 
-/** The connection string with `options` merged into its query, and the client's time limits. */
-function buildUri(parsed: ParsedUri, options: MongoClientOptions): { uri: string; timeouts: ClientTimeouts } {
+/** What a client is built from: the connection string for the Rust driver and what rumongo keeps. */
+interface ResolvedClientOptions {
+  uri: string
+  /** The connection string's final query (options merged in). */
+  query: URLSearchParams
+  timeouts: ClientTimeouts
+  /** BSON options from the connection string (the options object's win over them). */
+  uriBSONOptions: BSONOptions
+  serverApi: ServerApi | undefined
+  driverInfo: { name?: string; version?: string; platform?: string }
+  monitorCommands: boolean
+  dbName: string | undefined
+}
+
+/** Takes the query keys whose official name is `name` out of `query`; returns the last value. */
+function takeQueryOption(query: URLSearchParams, name: string): string | undefined {
+  let value: string | undefined
+  for (const key of [...query.keys()]) {
+    if (officialOptionName(key) !== name) continue
+    value = query.get(key) ?? undefined
+    query.delete(key)
+  }
+  return value
+}
+
+/**
+ * The connection string with `options` merged into its query (options win, as in the official
+ * driver), and the options rumongo implements itself taken out of both.
+ */
+function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): ResolvedClientOptions {
   let { userinfo } = parsed
   const query = new URLSearchParams(parsed.query.slice(1))
+  checkClientOptionNames(query, options)
   const timeouts = takeTimeouts(query, options)
+  const uriBSONOptions: Document = {}
+  const fromQuery = new Map<string, string>()
+  for (const key of [...query.keys()]) {
+    const name = officialOptionName(key)!
+    if (isUriOption(name)) continue
+    const value = takeQueryOption(query, name)
+    if (value !== undefined) fromQuery.set(name, value)
+  }
+  for (const [name, value] of fromQuery) {
+    if (isBSONOptionName(name)) uriBSONOptions[name] = parseBoolean(name, value)
+  }
+  if (fromQuery.has('readConcern')) query.set('readConcernLevel', fromQuery.get('readConcern')!)
+  let dbName = fromQuery.get('dbName')
+  let monitorCommands = fromQuery.has('monitorCommands')
+    ? parseBoolean('monitorCommands', fromQuery.get('monitorCommands'))
+    : false
   for (const [key, value] of Object.entries(options)) {
-    if (value === undefined || isBSONOptionName(key)) continue
-    if (key === 'auth') {
+    if (value == null || isBSONOptionName(key)) continue
+    const name = officialOptionName(key)!
+    if (name === 'auth') {
       const { username = '', password } = value as NonNullable<MongoClientOptions['auth']>
       userinfo =
         encodeURIComponent(username) + (password === undefined ? '' : `:${encodeURIComponent(password)}`)
-    } else if (URI_OPTIONS.has(key)) {
-      query.set(key, Array.isArray(value) ? value.join(',') : String(value))
-    } else if (UNSUPPORTED_CLIENT_OPTIONS.includes(key)) {
-      throw new MongoInvalidArgumentError(`rumongo does not support the client option "${key}"`)
+    } else if (isUriOption(name)) {
+      const entries = uriOptionValues(name, value)
+      for (const [entry] of entries) takeQueryOption(query, entry)
+      takeQueryOption(query, name)
+      for (const [entry, text] of entries) query.append(entry, text)
+    } else if (name === 'readConcern') {
+      const level = ReadConcern.fromOptions({ readConcern: value })?.level
+      if (level === undefined) {
+        throw new MongoInvalidArgumentError(
+          `readConcern must be a level or { level }, got ${describe(value)}`,
+        )
+      }
+      takeQueryOption(query, 'readConcernLevel')
+      query.set('readConcernLevel', level)
+    } else if (name === 'dbName') {
+      if (typeof value !== 'string') {
+        throw new MongoInvalidArgumentError(`dbName must be a string, got ${describe(value)}`)
+      }
+      dbName = value
+    } else if (name === 'monitorCommands') {
+      monitorCommands = parseBoolean(name, value)
     }
   }
   const search = query.toString()
   const credentials = userinfo === undefined ? '' : `${userinfo}@`
   const uri = `${parsed.scheme}${credentials}${parsed.hosts}${parsed.path || '/'}${search ? `?${search}` : ''}`
-  return { uri, timeouts }
+  return {
+    uri,
+    query,
+    timeouts,
+    uriBSONOptions,
+    serverApi: parseServerApi(options.serverApi),
+    driverInfo: parseDriverInfo(options.driverInfo),
+    monitorCommands,
+    dbName,
+  }
 }
 
 /**
@@ -267,64 +319,6 @@ function separatePassword(uri: string): { uri: string; password: string | undefi
   }
 }
 
-/** `monitorCommands` as the official driver reads it: a boolean, or "true" / "false". */
-function parseMonitorCommands(value: unknown): boolean {
-  if (value === undefined) return false
-  if (value === true || value === 'true') return true
-  if (value === false || value === 'false') return false
-  throw new MongoParseError('monitorCommands must be either "true" or "false"')
-}
-
-/** A database's collections. Get one with `client.db(name)`. */
-export class Db {
-  readonly #client: MongoClient
-  readonly #name: string
-  readonly #bsonOptions: ResolvedBSONOptions
-
-  /** @internal Created by `MongoClient.db`. */
-  constructor(client: MongoClient, name: string, options?: BSONOptions) {
-    if (typeof name !== 'string' || name.length === 0 || /[ ."$/\\\0]/.test(name)) {
-      throw new MongoInvalidArgumentError(`invalid database name ${JSON.stringify(name)}`)
-    }
-    this.#client = client
-    this.#name = name
-    this.#bsonOptions = resolveBSONOptions(options, client.bsonOptions)
-  }
-
-  get databaseName(): string {
-    return this.#name
-  }
-
-  get bsonOptions(): ResolvedBSONOptions {
-    return { ...this.#bsonOptions }
-  }
-
-  /** A collection handle; no I/O until an operation runs. */
-  collection<TSchema extends Document = Document>(
-    name: string,
-    options?: CollectionOptions,
-  ): Collection<TSchema> {
-    // One native handle per connected native client: a handle per operation would cost every
-    // small read a native call and a wrapped object.
-    let handle: { client: NativeClient; collection: NativeCollection } | undefined
-    return new Collection<TSchema>(
-      {
-        databaseName: this.#name,
-        bsonOptions: this.#bsonOptions,
-        nativeCollection: async (collection) => {
-          const client = await this.#client.nativeClient()
-          if (handle?.client !== client) {
-            handle = { client, collection: callNativeSync(() => client.collection(this.#name, collection)) }
-          }
-          return handle.collection
-        },
-      },
-      name,
-      options,
-    )
-  }
-}
-
 /**
  * A client for a MongoDB deployment. Operations connect it on first use; `close()` ends it.
  * Its password (connection string or `auth`) reaches the Rust driver apart from the connection
@@ -337,7 +331,9 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   readonly #timeouts: ClientTimeouts
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
-  readonly #monitorCommands: boolean
+  readonly #serverApi: ServerApi | undefined
+  readonly #driverInfo: { name?: string; version?: string; platform?: string }
+  readonly #options: Readonly<Document>
   readonly #tracing: boolean
   #tracingClaim: { release(): void } | null = null
   /** @internal Relays the native client's monitoring events to this emitter's listeners. */
@@ -345,6 +341,12 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   #native: Promise<NativeClient> | null = null
   /** The native client once connected: told at once when the set of listened events changes. */
   #connected: NativeClient | null = null
+  /**
+   * One native collection handle per namespace and connected native client: a handle per
+   * operation would cost every small read a native call and a wrapped object.
+   */
+  #collections = new Map<string, NativeCollection>()
+  #collectionsOf: NativeClient | null = null
   #closed = false
 
   constructor(url: string, options: MongoClientOptions = {}) {
@@ -352,29 +354,73 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     if (typeof options !== 'object' || options === null) {
       throw new MongoInvalidArgumentError(`client options must be an object, got ${describe(options)}`)
     }
-    this.#monitorCommands = parseMonitorCommands(options.monitorCommands)
     if (options.tracing !== undefined && typeof options.tracing !== 'boolean') {
       throw new MongoInvalidArgumentError(`tracing must be a boolean, got ${describe(options.tracing)}`)
     }
     this.#tracing = options.tracing ?? true
+    const parsed = parseUri(url)
+    const resolved = resolveClientOptions(parsed, options)
     this.monitor = new ClientMonitor(this, (mask) => this.#connected?.setEventMask(mask), {
-      monitorCommands: this.#monitorCommands,
+      monitorCommands: resolved.monitorCommands,
       logger: CommandLogger.resolve(options),
     })
-    const parsed = parseUri(url)
-    const { uri, timeouts } = buildUri(parsed, options)
-    const separated = separatePassword(uri)
+    const separated = separatePassword(resolved.uri)
     this.#uri = separated.uri
     this.#password = separated.password
-    this.#timeouts = timeouts
-    this.#defaultDb = decodeURIComponent(parsed.path.slice(1)) || 'test'
-    this.#bsonOptions = resolveBSONOptions(options, DEFAULT_BSON_OPTIONS)
+    this.#timeouts = resolved.timeouts
+    this.#defaultDb = resolved.dbName ?? (decodeURIComponent(parsed.path.slice(1)) || 'test')
+    this.#bsonOptions = resolveBSONOptions(
+      options,
+      resolveBSONOptions(resolved.uriBSONOptions, DEFAULT_BSON_OPTIONS),
+    )
+    this.#serverApi = resolved.serverApi
+    this.#driverInfo = resolved.driverInfo
+    const bsonGiven = Object.fromEntries(
+      Object.entries({ ...resolved.uriBSONOptions, ...options }).filter(
+        ([key, value]) => isBSONOptionName(key) && value !== undefined,
+      ),
+    )
+    this.#options = Object.freeze(
+      describeClientOptions(resolved.query, {
+        hosts: parsed.hosts,
+        dbName: this.#defaultDb,
+        serverApi: resolved.serverApi,
+        driverInfo: resolved.driverInfo,
+        monitorCommands: resolved.monitorCommands,
+        timeoutMS: resolved.timeouts.timeoutMS,
+        socketTimeoutMS: resolved.timeouts.socketTimeoutMS,
+        bsonOptions: bsonGiven,
+      }),
+    )
   }
 
   /** @internal */
   protected override listenersChanged(): void {
     // Called by EventEmitter methods, the first time from the base constructor's own setup.
     this.monitor?.listenersChanged()
+  }
+
+  /**
+   * The client's options as the official driver's `client.options` lists them (the read-relevant
+   * ones): official names, types and defaults; `monitorCommands` a boolean.
+   */
+  get options(): Readonly<Document> {
+    return this.#options
+  }
+
+  /** The client's read preference (`primary` unless the connection string or options say). */
+  get readPreference(): ReadPreference {
+    return this.#options.readPreference
+  }
+
+  /** The client's read concern, if set. */
+  get readConcern(): ReadConcern | undefined {
+    return this.#options.readConcern
+  }
+
+  /** The Stable API version the client declares, if any. */
+  get serverApi(): Readonly<ServerApi> | undefined {
+    return this.#serverApi
   }
 
   /** Creates a client and connects it. */
@@ -405,9 +451,42 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     return { ...this.#bsonOptions }
   }
 
-  /** A database handle; `name` defaults to the connection string's database, else `test`. */
-  db(name: string = this.#defaultDb, options?: BSONOptions): Db {
-    return new Db(this, name, options)
+  /**
+   * A database handle; `name` defaults to `dbName`, else the connection string's database, else
+   * `test`. `options` (readPreference, readConcern, timeoutMS, BSON options) are inherited by its
+   * collections and operations.
+   */
+  db(name: string = this.#defaultDb, options?: DbOptions): Db {
+    return new Db(
+      {
+        bsonOptions: this.#bsonOptions,
+        readPreference: this.readPreference,
+        readConcern: this.readConcern,
+        timeoutMS: this.timeoutMS,
+        nativeDatabase: async (db) => {
+          const client = await this.nativeClient()
+          return callNativeSync(() => client.database(db))
+        },
+        nativeCollection: async (db, collection) => this.#nativeCollection(db, collection),
+      },
+      name,
+      options,
+    )
+  }
+
+  async #nativeCollection(db: string, collection: string): Promise<NativeCollection> {
+    const client = await this.nativeClient()
+    if (this.#collectionsOf !== client || this.#collections.size >= COLLECTION_HANDLES) {
+      this.#collections.clear()
+      this.#collectionsOf = client
+    }
+    const key = `${db}.${collection}`
+    let handle = this.#collections.get(key)
+    if (handle === undefined) {
+      handle = callNativeSync(() => client.collection(db, collection))
+      this.#collections.set(key, handle)
+    }
+    return handle
   }
 
   /** @internal The connected native client, connecting on first use. */
@@ -427,11 +506,13 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     const monitor = this.monitor
     monitor.openTopology()
     const tracing = this.#tracing && tracerProviderRegistered()
+    const connectOptions = { serverApi: this.#serverApi, driverInfo: this.#driverInfo }
     const native = await callNative(() =>
       NativeClient.connect(
         this.#uri,
         timeoutMS,
         socketTimeoutMS,
+        connectOptions,
         this.#password,
         monitor.receive,
         monitor.mask,
@@ -464,6 +545,8 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     const native = this.#native
     this.#native = null
     this.#connected = null
+    this.#collections.clear()
+    this.#collectionsOf = null
     const client = await native?.catch(() => null)
     if (client) await callNative(() => client.close())
     this.#tracingClaim?.release()
@@ -474,3 +557,6 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     await this.close()
   }
 }
+
+/** Native collection handles a client keeps before it starts over (see `#nativeCollection`). */
+const COLLECTION_HANDLES = 1_000

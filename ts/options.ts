@@ -81,6 +81,8 @@ export interface ReadOperationOptions extends BSONOptions {
 /** Options of `find` and `findOne`: every FindOptions field of the official driver. */
 export interface FindOptions extends ReadOperationOptions {
   timeoutMode?: CursorTimeoutMode
+  /** The cursor yields the server's plan instead of the documents (see `FindCursor.explain`). */
+  explain?: boolean | string | { verbosity: string | boolean; maxTimeMS?: number }
   projection?: Document
   sort?: Sort
   /** Maximum number of documents; a negative value returns at most one batch. */
@@ -104,6 +106,8 @@ export interface FindOptions extends ReadOperationOptions {
 /** Options of `aggregate`. */
 export interface AggregateOptions extends ReadOperationOptions {
   timeoutMode?: CursorTimeoutMode
+  /** The cursor yields the server's plan instead of the documents. */
+  explain?: boolean | string | { verbosity: string | boolean; maxTimeMS?: number }
   allowDiskUse?: boolean
   batchSize?: number
   collation?: CollationOptions
@@ -139,6 +143,7 @@ type OptionKind =
   | 'readPreference'
   | 'readConcern'
   | 'timeoutMode'
+  | 'explain'
 
 interface OperationSpec {
   name: string
@@ -155,7 +160,7 @@ const READ_OPTIONS = {
   readConcern: 'readConcern',
 } as const satisfies Record<string, OptionKind>
 
-const NOT_ON_READ_PATH = ['session', 'signal', 'explain', 'fieldsAsRaw', 'checkKeys']
+const NOT_ON_READ_PATH = ['session', 'signal', 'fieldsAsRaw', 'checkKeys']
 
 export const FIND: OperationSpec = {
   name: 'find',
@@ -178,6 +183,7 @@ export const FIND: OperationSpec = {
     singleBatch: 'boolean',
     allowPartialResults: 'boolean',
     timeoutMode: 'timeoutMode',
+    explain: 'explain',
   },
   unsupported: [...NOT_ON_READ_PATH, 'tailable', 'awaitData', 'maxAwaitTimeMS', 'oplogReplay'],
 }
@@ -193,6 +199,7 @@ export const AGGREGATE: OperationSpec = {
     let: 'document',
     maxAwaitTimeMS: 'integer',
     timeoutMode: 'timeoutMode',
+    explain: 'explain',
   },
   unsupported: [...NOT_ON_READ_PATH, 'bypassDocumentValidation', 'writeConcern', 'out'],
 }
@@ -200,19 +207,25 @@ export const AGGREGATE: OperationSpec = {
 export const COUNT_DOCUMENTS: OperationSpec = {
   name: 'countDocuments',
   options: { ...READ_OPTIONS, skip: 'integer', limit: 'integer', hint: 'hint', collation: 'document' },
-  unsupported: NOT_ON_READ_PATH,
+  unsupported: [...NOT_ON_READ_PATH, 'explain'],
+}
+
+export const COUNT: OperationSpec = {
+  name: 'count',
+  options: { ...READ_OPTIONS, skip: 'integer', limit: 'integer', hint: 'hint', collation: 'document' },
+  unsupported: [...NOT_ON_READ_PATH, 'explain'],
 }
 
 export const ESTIMATED_DOCUMENT_COUNT: OperationSpec = {
   name: 'estimatedDocumentCount',
   options: READ_OPTIONS,
-  unsupported: NOT_ON_READ_PATH,
+  unsupported: [...NOT_ON_READ_PATH, 'explain'],
 }
 
 export const DISTINCT: OperationSpec = {
   name: 'distinct',
   options: { ...READ_OPTIONS, hint: 'hint', collation: 'document' },
-  unsupported: NOT_ON_READ_PATH,
+  unsupported: [...NOT_ON_READ_PATH, 'explain'],
 }
 
 /** What an operation sends to Rust and how it decodes the reply. */
@@ -278,6 +291,10 @@ function normalizeOption(operation: string, key: string, kind: OptionKind, value
       return value === 'cursorLifetime' || value === 'iteration'
         ? value
         : fail("'cursorLifetime' or 'iteration'")
+    case 'explain':
+      return typeof value === 'boolean' || typeof value === 'string' || isPlainObject(value)
+        ? value
+        : fail('a boolean, a verbosity or { verbosity, maxTimeMS }')
   }
 }
 

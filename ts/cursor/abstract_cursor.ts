@@ -19,7 +19,9 @@ import {
   type NativeCollection,
   type NativeCursor,
   type OpenedCursor,
+  type NativeDatabase,
 } from '../native.cjs'
+import { MongoDBNamespace } from '../namespace.js'
 import { learnDocumentSize } from './batch_size.js'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
@@ -29,6 +31,10 @@ export interface CursorSource {
   bsonOptions: ResolvedBSONOptions
   /** The native collection; connects the client on first use. */
   nativeCollection(): Promise<NativeCollection>
+  /** The native database, for commands (explain); connects the client on first use. */
+  nativeDatabase(): Promise<NativeDatabase>
+  /** An aggregate runs on the database (`aggregate: 1`), not on a collection. */
+  databaseLevel?: boolean
 }
 
 /** `failed`: a read failed; every later read rejects instead of passing for the end of the results. */
@@ -77,14 +83,20 @@ export abstract class AbstractCursor<TSchema = Document>
   #sizeKey: string | undefined = undefined
   /** The error that failed the cursor (state `failed`). */
   #failure: unknown = undefined
+  #killed = false
 
   protected constructor(source: CursorSource) {
     this.#source = source
   }
 
-  /** `db.collection` this cursor reads. */
-  get namespace(): string {
-    return this.#source.namespace
+  /** The database and collection this cursor reads (`String(namespace)`: `db.collection`). */
+  get namespace(): MongoDBNamespace {
+    return MongoDBNamespace.fromString(this.#source.namespace)
+  }
+
+  /** True once the server cursor is gone before its end: closed while open, or after a failure. */
+  get killed(): boolean {
+    return this.#killed
   }
 
   /** True once the cursor is exhausted, failed or closed. */
@@ -124,9 +136,11 @@ export abstract class AbstractCursor<TSchema = Document>
    * Runs the cursor-creating command (find / aggregate); returns its decode options, and the key
    * under which its document size is learned (see `batch_size.ts`), if any.
    */
-  protected abstract openNative(
-    collection: NativeCollection,
-  ): Promise<{ opened: OpenedCursor; bsonOptions: ResolvedBSONOptions; sizeKey?: string }>
+  protected abstract openNative(): Promise<{
+    opened: OpenedCursor
+    bsonOptions: ResolvedBSONOptions
+    sizeKey?: string
+  }>
 
   /** What the native cursor prepares from each batch: the tape, or raw BSON when asked for. */
   protected batchOutput(bsonOptions: ResolvedBSONOptions): BatchOutput {
@@ -137,6 +151,24 @@ export abstract class AbstractCursor<TSchema = Document>
   protected batchDecode(bsonOptions: ResolvedBSONOptions): BatchDecode {
     const decoder = createDecoder(bsonOptions)
     return (batch) => decoder.decodeBatch(batch)
+  }
+
+  /**
+   * The documents of a cursor that runs no cursor command (a find or aggregate with the `explain`
+   * option yields the explain output), or undefined to open the native cursor.
+   */
+  protected async openWithoutCursor(): Promise<unknown[] | undefined> {
+    return undefined
+  }
+
+  /** Buffers the documents of `openWithoutCursor` as the cursor's only batch. */
+  #serveAnswer(documents: unknown[]): boolean {
+    if (this.#state !== 'opening') return false
+    this.#state = 'open'
+    this.#serverHasMore = false
+    this.#buffer = documents
+    this.#position = 0
+    return documents.length > 0
   }
 
   /** A new, unstarted cursor with the same query and options (transforms not included). */
@@ -278,6 +310,7 @@ export abstract class AbstractCursor<TSchema = Document>
   async close(): Promise<void> {
     if (this.#state === 'closed' || this.#state === 'failed') return
     const wasOpening = this.#fetching
+    if (this.#state === 'open' && this.#serverCursorOpen()) this.#killed = true
     this.#state = 'closed'
     this.#buffer = []
     this.#position = 0
@@ -299,6 +332,12 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#serverHasMore = true
     this.#replyPartsLeft = 0
     this.#id = undefined
+    this.#killed = false
+  }
+
+  /** Whether the server still holds this cursor (a closing or failing read kills it). */
+  #serverCursorOpen(): boolean {
+    return this.#serverHasMore && this.#id !== undefined && !this.#id.isZero()
   }
 
   /** A Node `Readable` (object mode) of the documents; backpressure pauses reading batches. */
@@ -335,8 +374,9 @@ export abstract class AbstractCursor<TSchema = Document>
       this.#state = 'opening'
       let firstBatch: DocumentBatch | undefined
       try {
-        const collection = await this.#source.nativeCollection()
-        const { opened, bsonOptions, sizeKey } = await this.openNative(collection)
+        const answer = await this.openWithoutCursor()
+        if (answer !== undefined) return this.#serveAnswer(answer)
+        const { opened, bsonOptions, sizeKey } = await this.openNative()
         // No native cursor: the first batch is the whole result.
         this.#native = opened.cursor ?? null
         this.#serverHasMore = this.#native !== null
@@ -433,6 +473,7 @@ export abstract class AbstractCursor<TSchema = Document>
    */
   #fail(error: unknown): void {
     if (this.#state === 'closed') return
+    if (this.#serverCursorOpen()) this.#killed = true
     this.#end('failed')
     this.#failure = error
   }

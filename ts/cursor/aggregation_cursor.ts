@@ -6,8 +6,15 @@
 import type { Document } from 'bson'
 import { describe, toBSON } from '../bson.js'
 import { callNative, MongoInvalidArgumentError } from '../errors.js'
-import type { NativeCollection } from '../native.cjs'
-import { AGGREGATE, isPlainObject, resolveOperationOptions, type AggregateOptions } from '../options.js'
+import {
+  AGGREGATE,
+  isPlainObject,
+  normalizeOperationOption,
+  resolveOperationOptions,
+  type AggregateOptions,
+} from '../options.js'
+import { aggregateCommand, runExplain, type ExplainCommandOptions } from '../explain.js'
+import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
 import { withDefaultBatchSize } from './batch_size.js'
 
@@ -30,15 +37,39 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
     this.#options = { ...options }
   }
 
-  protected override async openNative(collection: NativeCollection) {
+  protected override async openWithoutCursor(): Promise<Document[] | undefined> {
+    const { explain } = this.#options
+    return explain == null ? undefined : [await this.explain(explain as ExplainVerbosityLike)]
+  }
+
+  protected override async openNative() {
+    // Both run `aggregate` with the same arguments: on a database, the command says `aggregate: 1`.
+    const target = this.source.databaseLevel
+      ? await this.source.nativeDatabase()
+      : await this.source.nativeCollection()
     const resolved = resolveOperationOptions(AGGREGATE, this.#options, this.source.bsonOptions)
     const { bson } = resolved
     const command = withDefaultBatchSize(resolved.command)
     const pipeline = toBSON({ pipeline: this.#pipeline }, bson)
     const opened = await callNative(() =>
-      collection.aggregate(pipeline, toBSON(command, bson), this.batchOutput(bson)),
+      target.aggregate(pipeline, toBSON(command, bson), this.batchOutput(bson)),
     )
     return { opened, bsonOptions: bson }
+  }
+
+  /** The server's plan for this pipeline (the `explain` command); see `FindCursor.explain`. */
+  async explain(
+    verbosity?: ExplainVerbosityLike | ExplainCommandOptions,
+    options?: ExplainCommandOptions,
+  ): Promise<Document> {
+    const { command: resolved, bson } = resolveOperationOptions(
+      AGGREGATE,
+      this.#options,
+      this.source.bsonOptions,
+    )
+    const target = this.source.databaseLevel ? 1 : this.namespace.collection!
+    const command = aggregateCommand(target, this.#pipeline, resolved)
+    return runExplain(this.source, command, resolved, bson, verbosity, options)
   }
 
   override clone(): AggregationCursor<TSchema> {
@@ -47,6 +78,20 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
 
   override map<T>(transform: (document: TSchema) => T): AggregationCursor<T> {
     return super.map(transform) as AggregationCursor<T>
+  }
+
+  /** Documents per server batch. Call it before reading. */
+  batchSize(value: number): this {
+    this.throwIfInitialized()
+    ;(this.#options as Document).batchSize = normalizeOperationOption(AGGREGATE, 'batchSize', value)
+    return this
+  }
+
+  /** Server-side time limit in milliseconds. Call it before reading. */
+  maxTimeMS(value: number): this {
+    this.throwIfInitialized()
+    ;(this.#options as Document).maxTimeMS = normalizeOperationOption(AGGREGATE, 'maxTimeMS', value)
+    return this
   }
 
   #append(stage: unknown): void {

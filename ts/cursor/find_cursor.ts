@@ -5,7 +5,6 @@
 import type { Document } from 'bson'
 import { toBSON } from '../bson.js'
 import { callNative } from '../errors.js'
-import type { NativeCollection } from '../native.cjs'
 import {
   checkFilter,
   FIND,
@@ -17,6 +16,8 @@ import {
   type Sort,
   type SortDirection,
 } from '../options.js'
+import { findCommand, runExplain, type ExplainCommandOptions } from '../explain.js'
+import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
 import { findSizeKey, withDefaultBatchSize } from './batch_size.js'
 
@@ -34,10 +35,16 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     this.#options = { ...options }
   }
 
-  protected override async openNative(collection: NativeCollection) {
+  protected override async openWithoutCursor(): Promise<Document[] | undefined> {
+    const { explain } = this.#options
+    return explain == null ? undefined : [await this.explain(explain as ExplainVerbosityLike)]
+  }
+
+  protected override async openNative() {
+    const collection = await this.source.nativeCollection()
     const resolved = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
     const { bson } = resolved
-    const sizeKey = findSizeKey(this.namespace, resolved.command.projection)
+    const sizeKey = findSizeKey(this.source.namespace, resolved.command.projection)
     const command = withDefaultBatchSize(resolved.command, this.collectsAll ? undefined : sizeKey)
     const opened = await callNative(() =>
       collection.find(toBSON(this.#filter, bson), toBSON(command, bson), this.batchOutput(bson)),
@@ -63,6 +70,19 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     this.throwIfInitialized()
     ;(this.#options as Document)[key] = normalizeOperationOption(FIND, key, value)
     return this
+  }
+
+  /**
+   * The server's plan for this query (the `explain` command): `verbosity` `'queryPlanner'`,
+   * `'executionStats'` or `'allPlansExecution'` (the default, as `true`), or `{ verbosity, maxTimeMS }`.
+   */
+  async explain(
+    verbosity?: ExplainVerbosityLike | ExplainCommandOptions,
+    options?: ExplainCommandOptions,
+  ): Promise<Document> {
+    const { command: resolved, bson } = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
+    const command = findCommand(this.namespace.collection, this.#filter, resolved)
+    return runExplain(this.source, command, resolved, bson, verbosity, options)
   }
 
   /** Replaces the query filter. */

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 use bson::raw::{cstr, CStr};
 use bson::{rawdoc, DateTime, RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 
+use crate::compression::{self, Compressor};
 use crate::datasets::{Collection, Pool, Projection};
 use crate::generate::{index_of_object_id, label, LABEL_PERIOD};
 use crate::wire::{
@@ -185,22 +186,37 @@ pub struct Server {
     next_connection_id: AtomicI32,
     /// getMore commands received, reported by `serverStatus` as mongod does.
     get_mores: AtomicI64,
+    /// Bytes through each compressor (`serverStatus().network.compression`).
+    pub compression: compression::Stats,
 }
 
-/// Runs the command of an OP_MSG, writing the reply body (or the error) to `out`.
-pub fn run(server: &Server, connection_id: i32, body: &RawDocument, out: &mut Vec<u8>) {
+/// Runs the command of an OP_MSG, writing the reply body (or the error) to `out`. `compression`:
+/// the compressor a hello negotiates (see `compression::negotiate`).
+pub fn run(
+    server: &Server,
+    connection_id: i32,
+    compression: Option<Compressor>,
+    body: &RawDocument,
+    out: &mut Vec<u8>,
+) {
     let start = out.len();
-    if let Err(error) = server.dispatch(connection_id, body, out) {
+    if let Err(error) = server.dispatch(connection_id, compression, body, out) {
         out.truncate(start);
         write_error(out, error);
     }
 }
 
 /// Runs the command of a legacy OP_QUERY: only the handshake, as mongod 6+ does.
-pub fn run_legacy(connection_id: i32, namespace: &str, body: &RawDocument, out: &mut Vec<u8>) {
+pub fn run_legacy(
+    connection_id: i32,
+    compression: Option<Compressor>,
+    namespace: &str,
+    body: &RawDocument,
+    out: &mut Vec<u8>,
+) {
     match command_name(body) {
         Ok(name @ ("hello" | "isMaster" | "ismaster")) if namespace.ends_with(".$cmd") => {
-            hello(connection_id, name, out)
+            hello(connection_id, name, compression, out)
         }
         name => write_error(
             out,
@@ -235,14 +251,14 @@ fn command_name(body: &RawDocument) -> Result<&str, CommandError> {
     }
 }
 
-fn hello(connection_id: i32, name: &str, out: &mut Vec<u8>) {
+fn hello(connection_id: i32, name: &str, compression: Option<Compressor>, out: &mut Vec<u8>) {
     // isMaster answers with the legacy field name, hello with the current one.
     let primary = if name == "hello" {
         cstr!("isWritablePrimary")
     } else {
         cstr!("ismaster")
     };
-    let reply = rawdoc! {
+    let mut reply = rawdoc! {
         primary: true,
         "helloOk": true,
         "maxBsonObjectSize": 16 * 1024 * 1024,
@@ -256,6 +272,12 @@ fn hello(connection_id: i32, name: &str, out: &mut Vec<u8>) {
         "readOnly": false,
         "ok": 1.0,
     };
+    // The compressor chosen from the client's list, as mongod answers it.
+    if let Some(compressor) = compression {
+        let mut chosen = RawArrayBuf::new();
+        chosen.push(compressor.name());
+        reply.append(cstr!("compression"), chosen);
+    }
     out.extend_from_slice(reply.as_bytes());
 }
 
@@ -374,6 +396,7 @@ impl Server {
             next_cursor_id: AtomicI64::new(1),
             next_connection_id: AtomicI32::new(1),
             get_mores: AtomicI64::new(0),
+            compression: compression::Stats::default(),
         }
     }
 
@@ -384,6 +407,7 @@ impl Server {
     fn dispatch(
         &self,
         connection_id: i32,
+        compression: Option<Compressor>,
         body: &RawDocument,
         out: &mut Vec<u8>,
     ) -> Result<(), CommandError> {
@@ -391,7 +415,7 @@ impl Server {
         let db = body.get_str("$db").map_err(|_| bad_value("missing $db"))?;
         match name {
             "hello" | "isMaster" | "ismaster" => {
-                hello(connection_id, name, out);
+                hello(connection_id, name, compression, out);
                 Ok(())
             }
             "buildInfo" | "buildinfo" => write(
@@ -408,7 +432,7 @@ impl Server {
                     rawdoc! { "metrics": {
                         "cursor": { "open": { "total": open } },
                         "commands": { "getMore": { "total": get_mores } },
-                    }, "ok": 1.0 },
+                    }, "network": { "compression": self.compression.document() }, "ok": 1.0 },
                 )
             }
             "find" => self.find(db, body, out),

@@ -2,6 +2,7 @@
 //! so that a benchmark measures the client and not the server. See README.md.
 
 mod commands;
+mod compression;
 mod datasets;
 mod generate;
 mod wire;

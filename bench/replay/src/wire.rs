@@ -11,6 +11,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 use crate::commands::{self, Server};
+use crate::compression::{self, Compressor, OP_COMPRESSED};
 
 const OP_REPLY: i32 = 1;
 const OP_QUERY: i32 = 2004;
@@ -63,13 +64,23 @@ pub async fn serve(stream: TcpStream, server: Arc<Server>) -> io::Result<()> {
         request.resize(length - 4, 0);
         stream.read_exact(&mut request).await?;
         let request_id = i32_at(&request, 0)?;
-        let payload = &request[12..];
-        match i32_at(&request, 8)? {
+        let mut op_code = i32_at(&request, 8)?;
+        let mut payload = &request[12..];
+        // A compressed request is answered compressed the same way, as mongod does.
+        let mut compressed_with = None;
+        let decompressed;
+        if op_code == OP_COMPRESSED {
+            let (original, compressor, bytes) = decompress(payload, &server)?;
+            decompressed = bytes;
+            (op_code, payload, compressed_with) = (original, &decompressed, Some(compressor));
+        }
+        match op_code {
             OP_MSG => {
                 let (body, more_to_come) = parse_msg(payload)?;
+                let offer = compression::negotiate(&body);
                 let out = reply.begin(OP_MSG, request_id);
                 out.extend_from_slice(&[0, 0, 0, 0, 0]); // flagBits, then section kind 0 (body)
-                commands::run(&server, connection_id, &body, out);
+                commands::run(&server, connection_id, offer, &body, out);
                 // moreToCome: the client expects no reply.
                 if more_to_come {
                     continue;
@@ -82,12 +93,33 @@ pub async fn serve(stream: TcpStream, server: Arc<Server>) -> io::Result<()> {
                 for field in [8, 0, 0, 0, 1] {
                     out.extend_from_slice(&i32::to_le_bytes(field));
                 }
-                commands::run_legacy(connection_id, namespace, body, out);
+                commands::run_legacy(connection_id, compression::negotiate(body), namespace, body, out);
             }
             other => return Err(invalid(format!("unsupported opCode {other}"))),
         }
-        stream.write_all(reply.finish()).await?;
+        let message = match compressed_with {
+            Some(compressor) => reply.finish_compressed(compressor, &server)?,
+            None => reply.finish(),
+        };
+        stream.write_all(message).await?;
     }
+}
+
+/// An OP_COMPRESSED payload's original opCode, compressor and decompressed message body.
+fn decompress(payload: &[u8], server: &Server) -> io::Result<(i32, Compressor, Vec<u8>)> {
+    let original = i32_at(payload, 0)?;
+    let size = usize::try_from(i32_at(payload, 4)?)
+        .ok()
+        .filter(|&size| size <= MAX_MESSAGE_BYTES)
+        .ok_or_else(|| invalid("bad OP_COMPRESSED size"))?;
+    let id = *payload.get(8).ok_or_else(|| invalid("truncated OP_COMPRESSED"))?;
+    let compressor = Compressor::from_id(id).ok_or_else(|| invalid(format!("unknown compressor id {id}")))?;
+    let compressed = &payload[9..];
+    let bytes = compressor.decompress(compressed, size)?;
+    server
+        .compression
+        .decompressed(compressor, compressed.len(), bytes.len());
+    Ok((original, compressor, bytes))
 }
 
 /// The document at the start of `bytes`, as long as its length prefix says.
@@ -186,6 +218,8 @@ fn parse_query(payload: &[u8]) -> io::Result<(&str, &RawDocument)> {
 #[derive(Default)]
 struct ReplyBuffer {
     bytes: Vec<u8>,
+    /// The OP_COMPRESSED form of `bytes`, when the request was compressed.
+    compressed: Vec<u8>,
     next_id: i32,
 }
 
@@ -205,6 +239,28 @@ impl ReplyBuffer {
         let length = self.bytes.len() as i32;
         self.bytes[..4].copy_from_slice(&length.to_le_bytes());
         &self.bytes
+    }
+
+    /// The finished message wrapped in OP_COMPRESSED: same header fields, then the original
+    /// opCode, the uncompressed body's size, the compressor id and the compressed body.
+    fn finish_compressed(&mut self, compressor: Compressor, server: &Server) -> io::Result<&[u8]> {
+        self.finish();
+        let (header, body) = self.bytes.split_at(16);
+        let out = &mut self.compressed;
+        out.clear();
+        out.extend_from_slice(&header[..12]);
+        out.extend_from_slice(&OP_COMPRESSED.to_le_bytes());
+        out.extend_from_slice(&header[12..16]);
+        out.extend_from_slice(&(body.len() as i32).to_le_bytes());
+        out.push(compressor.id());
+        let start = out.len();
+        compressor.compress(body, out)?;
+        server
+            .compression
+            .compressed(compressor, body.len(), out.len() - start);
+        let length = out.len() as i32;
+        out[..4].copy_from_slice(&length.to_le_bytes());
+        Ok(out)
     }
 }
 
