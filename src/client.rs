@@ -62,32 +62,26 @@ pub struct NativeClient {
 impl NativeClient {
     /// Parses the URI, selects a server and checks it answers `ping`, like the official
     /// driver's `MongoClient.connect`. `timeoutMs` and `socketTimeoutMs` (0 or absent: no limit)
-    /// are enforced by rumongo, so the TypeScript layer takes them out of the URI. The URI holds a
-    /// stand-in for the password, which comes apart as `password` (decoded), so that no message
-    /// of the crate that quotes the URI can quote the password.
-    /// `events` receives the monitoring events JS listens to (`eventMask`, see `events.rs`);
-    /// command events only with `monitorCommands`, or `traceCommands` (OpenTelemetry spans).
-    /// `options`: what a connection string cannot carry (`serverApi`, `driverInfo`).
+    /// are enforced by rumongo, so the TypeScript layer takes them out of the URI. `options`: what
+    /// a connection string cannot carry (`serverApi`, `driverInfo`, the password, which command
+    /// events are wanted). `events` receives the monitoring events JS listens to (`eventMask`, see
+    /// `events.rs`); command events only with `monitorCommands` or `traceCommands`.
     #[napi(catch_unwind)]
     pub async fn connect(
         uri: String,
         timeout_ms: Option<i64>,
         socket_timeout_ms: Option<i64>,
         options: Option<ConnectOptions>,
-        password: Option<String>,
         events: Option<EventCallback>,
         event_mask: Option<u32>,
-        monitor_commands: Option<bool>,
-        trace_commands: Option<bool>,
     ) -> napi::Result<NativeClient> {
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
+        let commands = options.as_ref().is_some_and(|options| {
+            options.monitor_commands.unwrap_or(false) || options.trace_commands.unwrap_or(false)
+        });
         let mut options = client_options(&uri, options).await?;
-        if let (Some(credential), Some(password)) = (options.credential.as_mut(), password) {
-            credential.password = Some(password);
-        }
         let monitor = events.map(|callback| Monitor::new(callback, event_mask.unwrap_or(0)));
         if let Some(monitor) = &monitor {
-            let commands = monitor_commands.unwrap_or(false) || trace_commands.unwrap_or(false);
             monitor.install(&mut options, commands);
         }
         let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;

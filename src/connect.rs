@@ -27,6 +27,13 @@ pub struct DriverInfoOptions {
 pub struct ConnectOptions {
     pub server_api: Option<ServerApiOptions>,
     pub driver_info: Option<DriverInfoOptions>,
+    /// The password (decoded): the URI holds a stand-in for it, so that no message of the crate
+    /// that quotes the URI can quote the password.
+    pub password: Option<String>,
+    /// Command events for `monitorCommands` listeners (see `events.rs`).
+    pub monitor_commands: Option<bool>,
+    /// Command events for OpenTelemetry spans.
+    pub trace_commands: Option<bool>,
 }
 
 /// Parses `uri` and applies `options` to it.
@@ -35,6 +42,9 @@ pub async fn client_options(uri: &str, options: Option<ConnectOptions>) -> Resul
     let Some(options) = options else {
         return Ok(parsed);
     };
+    if let (Some(credential), Some(password)) = (parsed.credential.as_mut(), options.password) {
+        credential.password = Some(password);
+    }
     if let Some(api) = options.server_api {
         let version = match api.version.as_str() {
             "1" => ServerApiVersion::V1,

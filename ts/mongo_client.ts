@@ -506,18 +506,21 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     const monitor = this.monitor
     monitor.openTopology()
     const tracing = this.#tracing && tracerProviderRegistered()
-    const connectOptions = { serverApi: this.#serverApi, driverInfo: this.#driverInfo }
+    const connectOptions = {
+      serverApi: this.#serverApi,
+      driverInfo: this.#driverInfo,
+      password: this.#password,
+      monitorCommands: monitor.commandsWanted,
+      traceCommands: tracing,
+    }
     const native = await callNative(() =>
       NativeClient.connect(
         this.#uri,
         timeoutMS,
         socketTimeoutMS,
         connectOptions,
-        this.#password,
         monitor.receive,
         monitor.mask,
-        monitor.commandsWanted,
-        tracing,
       ),
     )
     if (tracing) {
