@@ -12,7 +12,7 @@ use napi_derive::napi;
 use crate::{
     collection::NativeCollection,
     cursor::CursorSlot,
-    deadline::ClientTimeouts,
+    deadline::{ClientTimeouts, PoolGate},
     error::{Error, Result},
     task::spawn,
 };
@@ -21,12 +21,17 @@ use crate::{
 /// getMore, or the kill of an abandoned cursor.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
+/// The crate's `maxPoolSize` when the connection string sets none.
+const DEFAULT_MAX_POOL_SIZE: u32 = 10;
+
 /// State shared by a client and every collection and cursor made from it.
 pub struct ClientState {
     client: Mutex<Option<mongodb::Client>>,
     cursors: Mutex<Vec<Weak<CursorSlot>>>,
     /// `timeoutMS` and `socketTimeoutMS`, which the crate does not implement.
     pub timeouts: ClientTimeouts,
+    /// Slots of the connection pool: every step that may need a connection takes one first.
+    pub pool: PoolGate,
 }
 
 impl ClientState {
@@ -66,14 +71,16 @@ impl NativeClient {
         socket_timeout_ms: Option<i64>,
     ) -> napi::Result<NativeClient> {
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
-        let client = mongodb::Client::with_uri_str(&uri)
+        let options = mongodb::options::ClientOptions::parse(&uri)
             .await
             .map_err(Error::from_uri_error)?;
+        let pool = PoolGate::new(options.max_pool_size.unwrap_or(DEFAULT_MAX_POOL_SIZE));
+        let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;
         let database = client
             .default_database()
             .unwrap_or_else(|| client.database("admin"));
-        let ping = async { Ok(database.run_command(doc! { "ping": 1 }).await?) };
-        if let Err(error) = timeouts.start().run(ping).await {
+        let ping = async move { Ok(database.run_command(doc! { "ping": 1 }).await?) };
+        if let Err(error) = timeouts.start().run(&pool, ping).await {
             client.shutdown().immediate(true).await;
             return Err(error.into());
         }
@@ -82,6 +89,7 @@ impl NativeClient {
                 client: Mutex::new(Some(client)),
                 cursors: Mutex::new(Vec::new()),
                 timeouts,
+                pool,
             }),
         })
     }

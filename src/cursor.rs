@@ -20,7 +20,7 @@ use crate::{
         PendingBatch,
     },
     client::ClientState,
-    deadline::{CursorTimeout, Deadline},
+    deadline::{CursorTimeout, Deadline, PoolGate},
     error::{Error, Result},
     task::spawn,
 };
@@ -89,6 +89,7 @@ impl CursorSlot {
         single_batch: bool,
         output: BatchOutput,
         deadline: Deadline,
+        pool: &PoolGate,
     ) -> Result<Option<DocumentBatch>> {
         let turn = self.turn(ticket).await;
         let mut reads = self.reads.lock().await;
@@ -97,29 +98,40 @@ impl CursorSlot {
             drop(turn);
             return received(pending).await.map(Some);
         }
-        let cursor = match &mut reads.state {
+        // The cursor leaves the state for the step (a step that runs out of time may go on in the
+        // background: see `Deadline::run`); while the lock is held nobody sees the placeholder.
+        let mut cursor = match std::mem::replace(&mut reads.state, CursorState::Failed) {
             CursorState::Open(cursor) => cursor,
-            CursorState::Done => return Ok(None),
+            CursorState::Done => {
+                reads.state = CursorState::Done;
+                return Ok(None);
+            }
             CursorState::Failed => return Err(Error::CursorFailed),
-            CursorState::ClientClosed => return Err(Error::Closed("client")),
+            CursorState::ClientClosed => {
+                reads.state = CursorState::ClientClosed;
+                return Err(Error::Closed("client"));
+            }
         };
         // A getMore is never retried: after a failure or a timeout the cursor is dropped
         // (killed on the server), so a read can only fail, never skip a batch.
-        let result = deadline
-            .run(async { cursor.next().await.transpose().map_err(Error::from) })
-            .await
-            .transpose();
-        match result {
-            Some(Err(_)) => reads.state = CursorState::Failed,
-            None => reads.state = CursorState::Done,
+        let step = async move {
+            let batch = cursor.next().await.transpose()?;
+            Ok((cursor, batch))
+        };
+        let batch = match deadline.run(pool, step).await? {
+            (_, None) => {
+                reads.state = CursorState::Done;
+                return Ok(None);
+            }
             // The last reply: JS stops reading here without asking again.
-            Some(Ok(ref batch)) if single_batch || is_last_reply(batch) => reads.state = CursorState::Done,
-            Some(Ok(_)) => {}
-        }
-        let batch = match result {
-            None => return Ok(None),
-            Some(Err(error)) => return Err(error),
-            Some(Ok(batch)) => batch,
+            (_, Some(batch)) if single_batch || is_last_reply(&batch) => {
+                reads.state = CursorState::Done;
+                batch
+            }
+            (cursor, Some(batch)) => {
+                reads.state = CursorState::Open(cursor);
+                batch
+            }
         };
         // Ticket 0 reads the first reply (tickets are served in order, and nothing is pending
         // before it): encoded in parts, see `encode_reply_in_parts`.
@@ -161,6 +173,8 @@ pub struct NativeCursor {
     output: BatchOutput,
     /// The deadline of its getMores (`timeoutMS`, `socketTimeoutMS`).
     timeout: CursorTimeout,
+    /// Its client's pool slots, which each getMore takes one of.
+    pool: PoolGate,
     /// The first batch, read and encoded as the cursor opened, until JS takes it.
     first_batch: Option<DocumentBatch>,
 }
@@ -179,12 +193,16 @@ impl NativeCursor {
         let slot = Arc::new(CursorSlot::new(cursor));
         client.track(&slot);
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
-        let first_batch = slot.read(ticket, single_batch, output, timeout.next()).await?;
+        // The first reply came with the find: reading it takes no connection.
+        let first_batch = slot
+            .read(ticket, single_batch, output, timeout.next(), &PoolGate::NONE)
+            .await?;
         Ok(Self {
             slot,
             single_batch,
             output,
             timeout,
+            pool: client.pool.clone(),
             first_batch,
         })
     }
@@ -210,10 +228,10 @@ impl NativeCursor {
             return spawn(env, async move { Ok(Some(first_batch)) });
         }
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
-        let deadline = self.timeout.next();
+        let (deadline, pool) = (self.timeout.next(), self.pool.clone());
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         spawn(env, async move {
-            slot.read(ticket, single_batch, output, deadline).await
+            slot.read(ticket, single_batch, output, deadline, &pool).await
         })
     }
 
