@@ -155,7 +155,17 @@ export abstract class AbstractCursor<TSchema = Document>
       count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
     const documents = this.#buffer.slice(this.#position, end)
     this.#position = end
-    return this.#transform ? documents.map(this.#transform) : (documents as TSchema[])
+    return this.#transform ? this.#transformed(documents) : (documents as TSchema[])
+  }
+
+  /** `documents` through the map() transform; one that throws fails the cursor. */
+  #transformed(documents: unknown[]): TSchema[] {
+    try {
+      return documents.map(this.#transform!)
+    } catch (error) {
+      this.#abandon(error)
+      throw error
+    }
   }
 
   /**
@@ -209,7 +219,14 @@ export abstract class AbstractCursor<TSchema = Document>
   #takeBuffered(): TSchema | typeof NO_DOCUMENT {
     if (this.#state === 'failed' || this.#position >= this.#buffer.length) return NO_DOCUMENT
     const document = this.#buffer[this.#position++]
-    return this.#transform ? this.#transform(document) : (document as TSchema)
+    if (!this.#transform) return document as TSchema
+    try {
+      return this.#transform(document)
+    } catch (error) {
+      // The official driver closes the cursor here (its next read then says null, the end).
+      this.#abandon(error)
+      throw error
+    }
   }
 
   /** Same as `next()`: a non-tailable cursor always waits for the server's answer. */
@@ -374,7 +391,14 @@ export abstract class AbstractCursor<TSchema = Document>
           learnDocumentSize(this.#sizeKey, batch.count, batch.documentBytes)
           this.#sizeKey = undefined
         }
-        this.#buffer = this.#decode!(batch)
+        try {
+          this.#buffer = this.#decode!(batch)
+        } catch (error) {
+          // A batch that does not decode (invalid UTF-8, ...): reading on would skip its
+          // documents, so the cursor fails.
+          this.#abandon(error)
+          throw error
+        }
         this.#position = 0
         return true
       }
@@ -420,6 +444,18 @@ export abstract class AbstractCursor<TSchema = Document>
     if (this.#state === 'closed') return
     this.#end('failed')
     this.#failure = error
+  }
+
+  /**
+   * Fails the cursor on an error found in JS, where the native cursor is still open: it is closed
+   * (killed on the server) in the background.
+   */
+  #abandon(error: unknown): void {
+    const native = this.#native
+    this.#fail(error)
+    this.#buffer = []
+    this.#position = 0
+    if (native && this.#state === 'failed') void callNative(() => native.close()).catch(() => {})
   }
 
   /**
