@@ -1,16 +1,25 @@
 // No stall, no silent loss, no hang: reads that time out in bursts leave the pool usable, and every
 // read after a failed one fails instead of skipping documents.
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Writable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BSON, MongoClient as OfficialClient, type Document } from 'mongodb'
 import {
   MongoClient,
   MongoCursorExhaustedError,
+  MongoInvalidArgumentError,
   MongoOperationTimeoutError,
   shadow,
   type AbstractCursor,
 } from 'rumongo'
 import { uniqueDbName, uri } from './setup/helpers.js'
 import { serveDocuments, type ServedReplay } from './setup/replay.js'
+// @ts-expect-error: a plain ESM script without types
+import { startReplay } from '../scripts/replay.mjs'
 
 const dbName = uniqueDbName('reliability')
 let official: OfficialClient
@@ -186,5 +195,148 @@ describe('a batch that fails to decode in JS', () => {
     await expect(cursor.next()).resolves.toBe(0)
     await expect(cursor.next()).rejects.toThrow('transform failed')
     await expectFailedForGood(cursor)
+  })
+})
+
+describe('pipeJson settles on every exit and kills its server cursor', () => {
+  // Replay server: 5,000 generated documents per collection, open server cursors counted.
+  let server: { uri: string; stop(): Promise<void> }
+  let client: MongoClient
+  let reference: OfficialClient
+
+  beforeAll(async () => {
+    server = await startReplay({ docs: 5000 })
+    client = await MongoClient.connect(server.uri)
+    reference = await OfficialClient.connect(server.uri)
+  }, 600_000)
+
+  afterAll(async () => {
+    await Promise.all([client?.close(), reference?.close()])
+    await server?.stop()
+  })
+
+  const wide = () => client.db('bench').collection('wide45')
+  const openCursors = async () => {
+    const { metrics } = await reference.db('admin').command({ serverStatus: 1 })
+    return Number(metrics.cursor.open.total)
+  }
+  const noCursorLeft = () => expect.poll(openCursors, { timeout: 5000 }).toBe(0)
+  /** A Writable that accepts `accepted` chunks, then never calls back: a reader that stopped. */
+  const stalled = (accepted = 1, objectMode = false) =>
+    new Writable({
+      objectMode,
+      highWaterMark: objectMode ? 16 : 1024,
+      write(_chunk, _encoding, done) {
+        if (accepted-- > 0) done()
+      },
+    })
+  const sink = () => new Writable({ write: (_chunk, _encoding, done) => setImmediate(done) })
+
+  it('a query the server refuses rejects before any byte: an HTTP handler can still answer 400', async () => {
+    const http = createServer((_request, response) => {
+      items()
+        .pipeJson({ n: { $nope: 1 } }, {}, response)
+        .catch((error: Error) => {
+          expect(response.headersSent).toBe(false)
+          response.statusCode = 400
+          response.end(error.message)
+        })
+    })
+    function items() {
+      return client.db('bench').collection('wide45')
+    }
+    http.listen(0, '127.0.0.1')
+    await once(http, 'listening')
+    try {
+      const response = await fetch(`http://127.0.0.1:${(http.address() as AddressInfo).port}/`)
+      expect(response.status).toBe(400)
+      expect(await response.text()).toMatch(/filter/)
+    } finally {
+      http.closeAllConnections()
+      await new Promise((resolve) => http.close(resolve))
+    }
+  })
+
+  it('a destination ended by other code mid-stream: rejects, cursor killed', async () => {
+    let writes = 0
+    const destination: Writable = new Writable({
+      write(_chunk, _encoding, done) {
+        if (++writes === 2) destination.end()
+        setImmediate(done)
+      },
+    })
+    await expect(wide().pipeJson({}, { batchSize: 100 }, destination)).rejects.toThrow()
+    await noCursorLeft()
+  })
+
+  it('a destination that errors or closes mid-stream: rejects, cursor killed', async () => {
+    for (const end of [
+      (destination: Writable) => destination.destroy(new Error('disk full')),
+      (destination: Writable) => destination.destroy(),
+    ]) {
+      const destination = stalled(3)
+      const piped = wide().pipeJson({}, { batchSize: 100 }, destination)
+      await sleep(100)
+      end(destination)
+      await expect(piped).rejects.toThrow(/disk full|Premature close/)
+      await noCursorLeft()
+    }
+  })
+
+  it('a destination already ended: rejects at once, no server cursor opened', async () => {
+    const destination = sink()
+    destination.end()
+    await expect(wide().pipeJson({}, { batchSize: 100 }, destination)).rejects.toThrow(
+      MongoInvalidArgumentError,
+    )
+    expect(await openCursors()).toBe(0)
+  })
+
+  it('timeoutMS bounds the whole call, a reader that stopped included', async () => {
+    const started = Date.now()
+    const destination = stalled()
+    await expect(wide().pipeJson({}, { batchSize: 100, timeoutMS: 300 }, destination)).rejects.toThrow(
+      MongoOperationTimeoutError,
+    )
+    expect(Date.now() - started).toBeLessThan(2000)
+    expect(destination.destroyed).toBe(true)
+    await noCursorLeft()
+  })
+
+  it('two pipeJson into one destination: the second rejects at once, the first completes', async () => {
+    let received = ''
+    const destination = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        received += chunk.toString()
+        setImmediate(done)
+      },
+    })
+    const first = wide().pipeJson({}, { batchSize: 500, projection: { _id: 1 } }, destination)
+    const second = wide().pipeJson({}, { batchSize: 500 }, destination)
+    await expect(second).rejects.toThrow(MongoInvalidArgumentError)
+    await expect(first).resolves.toMatchObject({ count: 5000 })
+    expect(JSON.parse(received)).toHaveLength(5000)
+    await noCursorLeft()
+  })
+
+  it('stream(): destroyed mid-read, or piped into a destination that fails, kills the cursor', async () => {
+    const stream = wide().find({}, { batchSize: 100 }).stream()
+    await once(stream, 'data')
+    stream.destroy()
+    await noCursorLeft()
+    const failing = new Writable({
+      objectMode: true,
+      write: (_chunk, _encoding, done) => done(new Error('sink failed')),
+    })
+    await expect(pipeline(wide().find({}, { batchSize: 100 }).stream(), failing)).rejects.toThrow(
+      'sink failed',
+    )
+    await noCursorLeft()
+    const stalledReader = stalled(1, true)
+    const piping = pipeline(wide().find({}, { batchSize: 100 }).stream(), stalledReader)
+    await sleep(100)
+    stalledReader.destroy()
+    await expect(piping).rejects.toThrow('Premature close')
+    await noCursorLeft()
   })
 })
