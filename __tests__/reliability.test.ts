@@ -7,16 +7,19 @@ import { Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { BSON, MongoClient as OfficialClient, type Document } from 'mongodb'
+import { BSON, Long, MongoClient as OfficialClient, type Document } from 'mongodb'
 import {
   MongoClient,
   MongoCursorExhaustedError,
   MongoInvalidArgumentError,
   MongoOperationTimeoutError,
+  MongoParseError,
+  MongoServerError,
   shadow,
   type AbstractCursor,
 } from 'rumongo'
 import { uniqueDbName, uri } from './setup/helpers.js'
+import { startFakeServer } from './setup/fake_server.js'
 import { serveDocuments, type ServedReplay } from './setup/replay.js'
 // @ts-expect-error: a plain ESM script without types
 import { startReplay } from '../scripts/replay.mjs'
@@ -338,5 +341,150 @@ describe('pipeJson settles on every exit and kills its server cursor', () => {
     stalledReader.destroy()
     await expect(piping).rejects.toThrow('Premature close')
     await noCursorLeft()
+  })
+})
+
+describe('a broken server or proxy (fake wire server)', () => {
+  /** A find cursor that never ends on its own: each batch holds `batchSize` documents (at most 4). */
+  function endlessCursor() {
+    let next = 0
+    const batch = (size: unknown) =>
+      Array.from({ length: Math.min(4, Number(size ?? 4)) }, () => ({ n: next++ }))
+    return (command: Document) => {
+      if (command.find !== undefined) {
+        next = 0
+        return {
+          cursor: { id: Long.fromNumber(42), ns: 'db.items', firstBatch: batch(command.batchSize) },
+          ok: 1,
+        }
+      }
+      if (command.getMore !== undefined) {
+        return {
+          cursor: { id: Long.fromNumber(42), ns: 'db.items', nextBatch: batch(command.batchSize) },
+          ok: 1,
+        }
+      }
+      return { ok: 0, errmsg: `unexpected ${Object.keys(command)[0]}`, code: 59 }
+    }
+  }
+
+  it.each([
+    ['find().toArray()', (items: any) => items.find({}, { limit: 10, batchSize: 4 }).toArray()],
+    ['limit() builder, batches of 3', (items: any) => items.find({}).limit(10).batchSize(3).toArray()],
+    ['findLazy', (items: any) => items.findLazy({}, { limit: 10, batchSize: 4 })],
+  ])('a limit is enforced on the client, the cursor killed, as the official driver (%s)', async (_, read) => {
+    const server = await startFakeServer(endlessCursor())
+    const [official, ours] = await Promise.all([
+      OfficialClient.connect(server.uri),
+      MongoClient.connect(server.uri),
+    ])
+    try {
+      const expected = await official
+        .db('db')
+        .collection('items')
+        .find({}, { limit: 10, batchSize: 4 })
+        .toArray()
+      expect(expected).toHaveLength(10)
+      server.killed.length = 0
+      const documents = await read(ours.db('db').collection('items'))
+      expect(documents.map((document: Document) => document.n)).toEqual(
+        expected.map((document) => document.n),
+      )
+      await expect.poll(() => server.killed).toEqual([42n])
+    } finally {
+      await Promise.all([official.close(), ours.close()])
+      await server.close()
+    }
+  })
+
+  it('findJson with a limit stops at it too', async () => {
+    const server = await startFakeServer(endlessCursor())
+    const client = await MongoClient.connect(server.uri)
+    try {
+      const json = await client.db('db').collection('items').findJson({}, { limit: 10, batchSize: 4 })
+      expect(JSON.parse(json.toString())).toHaveLength(10)
+    } finally {
+      await client.close()
+      await server.close()
+    }
+  })
+
+  /** A reply header whose messageLength is `length`. */
+  const header = (length: number) => ({
+    bytes: (requestId: number) => {
+      const bytes = Buffer.alloc(16)
+      bytes.writeInt32LE(length, 0)
+      bytes.writeInt32LE(1, 4)
+      bytes.writeInt32LE(requestId, 8)
+      bytes.writeInt32LE(2013, 12)
+      return bytes
+    },
+  })
+
+  it.each([-5, 0, 8])(
+    'a messageLength of %i is a protocol fault (MongoParseError, as the official driver for a negative one), not the caller’s',
+    async (length) => {
+      let faulty = true
+      const server = await startFakeServer((command) => {
+        if (command.find === undefined) return { ok: 0, errmsg: 'unexpected', code: 59 }
+        if (faulty) return header(length)
+        return { cursor: { id: Long.ZERO, ns: 'db.items', firstBatch: [{ n: 1 }] }, ok: 1 }
+      })
+      const client = await MongoClient.connect(server.uri, { retryReads: false })
+      try {
+        const error = await client
+          .db('db')
+          .collection('items')
+          .findOne({})
+          .catch((error: unknown) => error)
+        expect(error).toBeInstanceOf(MongoParseError)
+        expect(error).not.toBeInstanceOf(MongoInvalidArgumentError)
+        expect((error as Error).message).toMatch(/invalid message from the server/)
+        if (length < 0) {
+          const official = await OfficialClient.connect(server.uri, { retryReads: false })
+          const reference = await official
+            .db('db')
+            .collection('items')
+            .findOne({})
+            .catch((error: unknown) => error)
+          await official.close()
+          expect((reference as Error).name).toBe('MongoParseError')
+        }
+        // The connection that read the broken header is not used again.
+        faulty = false
+        await expect(client.db('db').collection('items').findOne({})).resolves.toEqual({ n: 1 })
+      } finally {
+        await client.close()
+        await server.close()
+      }
+    },
+  )
+
+  it('{ ok: 0 } without a code is a MongoServerError, as in the official driver', async () => {
+    const server = await startFakeServer(() => ({ ok: 0, errmsg: 'refused without a code' }))
+    const [official, ours] = await Promise.all([
+      OfficialClient.connect(server.uri),
+      MongoClient.connect(server.uri),
+    ])
+    try {
+      const expected = await official
+        .db('db')
+        .collection('items')
+        .findOne({})
+        .catch((error: unknown) => error)
+      expect((expected as Error).name).toBe('MongoServerError')
+      expect((expected as { code?: unknown }).code).toBeUndefined()
+      const error = await ours
+        .db('db')
+        .collection('items')
+        .findOne({})
+        .catch((error: unknown) => error)
+      expect(error).toBeInstanceOf(MongoServerError)
+      expect((error as Error).name).toBe('MongoServerError')
+      expect((error as { code?: unknown }).code).toBeUndefined()
+    } finally {
+      await Promise.all([official.close(), ours.close()])
+      await server.close()
+    }
   })
 })

@@ -86,12 +86,22 @@ impl NativeCollection {
                 single_batch = false;
             }
         }
+        // Positive: enforced on the client too (a negative one asks for a single batch).
+        let limit = find.limit.filter(|limit| *limit > 0).map(|limit| limit as u64);
         let (collection, client) = (self.collection.clone(), self.client.clone());
         let deadline = timeout.start();
         spawn(env, async move {
             let find = async move { Ok(collection.find(filter).with_options(find).batch().await?) };
             let cursor = deadline.run(&client.pool, find).await?;
-            NativeCursor::open(cursor, single_batch, output, &client, timeout.cursor(deadline)).await
+            NativeCursor::open(
+                cursor,
+                single_batch,
+                output,
+                &client,
+                timeout.cursor(deadline),
+                limit,
+            )
+            .await
         })
     }
 
@@ -132,7 +142,7 @@ impl NativeCollection {
                     .await?)
             };
             let cursor = deadline.run(&client.pool, aggregate).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline)).await
+            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
         })
     }
 

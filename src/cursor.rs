@@ -16,8 +16,8 @@ use tokio::sync::{watch, Mutex};
 
 use crate::{
     batch::{
-        encode_batch, encode_reply_in_parts, is_last_reply, received, BatchOutput, DocumentBatch,
-        PendingBatch,
+        document_count, encode_batch, encode_reply_in_parts, is_last_reply, received, BatchOutput,
+        DocumentBatch, PendingBatch,
     },
     client::ClientState,
     deadline::{CursorTimeout, Deadline, PoolGate},
@@ -41,6 +41,8 @@ struct Reads {
     state: CursorState,
     /// Batches of a reply encoded in parts, served before the next getMore.
     pending: VecDeque<PendingBatch>,
+    /// How many more documents a find with a `limit` may return.
+    left: Option<u64>,
 }
 
 /// The part of a cursor its client can reach to close it.
@@ -62,11 +64,12 @@ impl Drop for Turn<'_> {
 }
 
 impl CursorSlot {
-    fn new(cursor: RawBatchCursor) -> Self {
+    fn new(cursor: RawBatchCursor, limit: Option<u64>) -> Self {
         Self {
             reads: Mutex::new(Reads {
                 state: CursorState::Open(Box::new(cursor)),
                 pending: VecDeque::new(),
+                left: limit,
             }),
             tickets: AtomicU64::new(0),
             serving: watch::Sender::new(0),
@@ -118,25 +121,32 @@ impl CursorSlot {
             let batch = cursor.next().await.transpose()?;
             Ok((cursor, batch))
         };
-        let batch = match deadline.run(pool, step).await? {
-            (_, None) => {
-                reads.state = CursorState::Done;
-                return Ok(None);
-            }
-            // The last reply: JS stops reading here without asking again.
-            (_, Some(batch)) if single_batch || is_last_reply(&batch) => {
-                reads.state = CursorState::Done;
-                batch
-            }
-            (cursor, Some(batch)) => {
-                reads.state = CursorState::Open(cursor);
-                batch
-            }
+        let (cursor, Some(batch)) = deadline.run(pool, step).await? else {
+            reads.state = CursorState::Done;
+            return Ok(None);
         };
+        // A client-side `limit`, as in the official driver: a server (or proxy) that keeps the
+        // cursor open past it must not make the cursor return more. The rest is dropped, and so
+        // is the cursor (killed on the server).
+        let keep = match reads.left {
+            Some(left) => {
+                let count = document_count(&batch)? as u64;
+                reads.left = Some(left.saturating_sub(count));
+                (count >= left).then_some(left as usize)
+            }
+            None => None,
+        };
+        // The last reply: JS stops reading here without asking again.
+        let last = single_batch || keep.is_some();
+        if !(last || is_last_reply(&batch)) {
+            reads.state = CursorState::Open(cursor);
+        } else {
+            reads.state = CursorState::Done;
+        }
         // Ticket 0 reads the first reply (tickets are served in order, and nothing is pending
         // before it): encoded in parts, see `encode_reply_in_parts`.
         if ticket == 0 {
-            let (encode_first, rest) = encode_reply_in_parts(batch, output, single_batch)?;
+            let (encode_first, rest) = encode_reply_in_parts(batch, output, last, keep)?;
             reads.pending = rest;
             drop(reads);
             drop(turn);
@@ -145,7 +155,7 @@ impl CursorSlot {
         // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
         drop(reads);
         drop(turn);
-        Ok(Some(encode_batch(batch, output, single_batch).await?))
+        Ok(Some(encode_batch(batch, output, last, keep).await?))
     }
 
     /// Drops the driver cursor, which kills it on the server unless it was exhausted.
@@ -189,8 +199,9 @@ impl NativeCursor {
         output: BatchOutput,
         client: &ClientState,
         timeout: CursorTimeout,
+        limit: Option<u64>,
     ) -> Result<Self> {
-        let slot = Arc::new(CursorSlot::new(cursor));
+        let slot = Arc::new(CursorSlot::new(cursor, limit));
         client.track(&slot);
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         // The first reply came with the find: reading it takes no connection.
