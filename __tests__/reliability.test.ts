@@ -7,6 +7,7 @@ import { Writable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { EJSON } from 'bson'
 import { BSON, Long, MongoClient as OfficialClient, type Document } from 'mongodb'
 import {
   MongoClient,
@@ -485,6 +486,63 @@ describe('a broken server or proxy (fake wire server)', () => {
     } finally {
       await Promise.all([official.close(), ours.close()])
       await server.close()
+    }
+  })
+})
+
+describe('JSON of vector binaries (subtype 9): js-bson’s result or js-bson’s error', () => {
+  /** BSON of `{ v: Binary(data, 9) }`, built by hand: js-bson refuses to serialize an invalid vector. */
+  function vectorDocument(data: number[]): Buffer {
+    const body = Buffer.concat([
+      Buffer.from([0x05, 0x76, 0]),
+      Buffer.from(Int32Array.of(data.length).buffer),
+      Buffer.from([9, ...data, 0]),
+    ])
+    return Buffer.concat([Buffer.from(Int32Array.of(body.length + 4).buffer), body])
+  }
+  const VECTORS: Record<string, number[]> = {
+    float32NotMultipleOf4: [0x27, 0, 1, 2, 3, 4, 5],
+    packedBitEmptyWithPadding: [0x10, 3],
+    packedBitPaddingOver7: [0x10, 9, 0xff],
+    int8WithPadding: [0x03, 1, 7],
+    float32Valid: [0x27, 0, 0, 0, 0x80, 0x3f],
+    packedBitValid: [0x10, 2, 0xfc],
+    int8Valid: [0x03, 0, 1, 0xff],
+  }
+  let server: ServedReplay
+  let client: MongoClient
+  let reference: OfficialClient
+
+  beforeAll(async () => {
+    server = await serveDocuments(
+      Object.fromEntries(Object.entries(VECTORS).map(([name, data]) => [name, [vectorDocument(data)]])),
+    )
+    client = await MongoClient.connect(server.uri)
+    reference = await OfficialClient.connect(server.uri)
+  }, 600_000)
+
+  afterAll(async () => {
+    await Promise.all([client?.close(), reference?.close()])
+    await server?.stop()
+  })
+
+  it.each(Object.keys(VECTORS))('%s', async (name) => {
+    const documents = await reference.db('bench').collection(name).find({}).toArray()
+    const expected: Record<string, () => string> = {
+      relaxed: () => EJSON.stringify(documents, { relaxed: true }),
+      plain: () => JSON.stringify(documents),
+    }
+    for (const format of ['relaxed', 'plain'] as const) {
+      let text: string | undefined
+      let error: Error | undefined
+      try {
+        text = expected[format]!()
+      } catch (thrown) {
+        error = thrown as Error
+      }
+      const ours = client.db('bench').collection(name).findJson({}, { format })
+      if (error) await expect(ours, format).rejects.toThrow(error.message)
+      else expect((await ours).toString(), format).toBe(text)
     }
   })
 })
