@@ -82,6 +82,28 @@ describe('a burst of timed-out reads', () => {
   })
 })
 
+describe('options js-bson refuses (useBigInt64 without promoteLongs): its error on every path', () => {
+  // The tape decoder never called js-bson, which checks them: rumongo returned documents.
+  const refused = { useBigInt64: true, promoteLongs: false }
+  it.each([
+    ['find().next()', (c: any) => c.find({}, { ...refused, batchSize: 5 }).next()],
+    ['findOne', (c: any) => c.findOne({}, refused)],
+    ['aggregate().toArray()', (c: any) => c.aggregate([], refused).toArray()],
+  ])('%s', async (_, read) => {
+    const client = await MongoClient.connect(uri)
+    try {
+      const expected = await read(official.db(dbName).collection('items')).catch((error: unknown) => error)
+      expect(expected).toBeInstanceOf(Error)
+      const error = await read(client.db(dbName).collection('items')).catch((error: unknown) => error)
+      expect((error as Error).name).toBe((expected as Error).name)
+      expect((error as Error).message).toBe((expected as Error).message)
+      await expect.poll(() => client.openCursorCount()).toBe(0)
+    } finally {
+      await client.close()
+    }
+  })
+})
+
 describe('a batch that fails to decode in JS', () => {
   // Documents 0-9 in batches of 2; document 5 holds invalid UTF-8. The failure used to leave the
   // cursor open: the next read went on at document 6, so document 4 was lost without a word.
