@@ -210,9 +210,10 @@ export async function pipeJson(
     await watch.race(watch.finished())
     return written
   } catch (error) {
-    // Not awaited: a getMore in flight (a hung server) would hold the rejection; the cursor is
-    // killed once it is free.
-    cursor.close().catch(() => {})
+    // Killed before the rejection, unless time ran out: a getMore in flight (a hung server) would
+    // hold it; the cursor is then killed once it is free.
+    const closing = cursor.close().catch(() => {})
+    if (!(error instanceof MongoOperationTimeoutError)) await closing
     // A partial array must not pass for a complete one. Destroyed without the error, which would
     // be an unhandled 'error' event on `destination`.
     if (written.bytes > 0) writable.destroy?.()

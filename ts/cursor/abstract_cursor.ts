@@ -71,6 +71,8 @@ export abstract class AbstractCursor<TSchema = Document>
   #sizeKey: string | undefined = undefined
   /** The error that failed the cursor (state `failed`). */
   #failure: unknown = undefined
+  /** The kill of the server cursor after a failure found in JS, which `close()` waits for. */
+  #killing: Promise<void> | undefined = undefined
 
   protected constructor(source: CursorSource) {
     this.#source = source
@@ -287,7 +289,8 @@ export abstract class AbstractCursor<TSchema = Document>
    * stays failed (its reads keep rejecting) until `rewind()`.
    */
   async close(): Promise<void> {
-    if (this.#state === 'closed' || this.#state === 'failed') return
+    if (this.#state === 'failed') return this.#killing
+    if (this.#state === 'closed') return
     const wasOpening = this.#fetching
     this.#state = 'closed'
     this.#buffer = []
@@ -305,6 +308,7 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#state = 'new'
     this.#collectsAll = false
     this.#failure = undefined
+    this.#killing = undefined
     this.#serverHasMore = true
     this.#replyPartsLeft = 0
     this.#id = undefined
@@ -455,7 +459,7 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#fail(error)
     this.#buffer = []
     this.#position = 0
-    if (native && this.#state === 'failed') void callNative(() => native.close()).catch(() => {})
+    if (native && this.#state === 'failed') this.#killing = callNative(() => native.close()).catch(() => {})
   }
 
   /**
