@@ -329,6 +329,23 @@ describe('pipeJson settles on every exit and kills its server cursor', () => {
     await noCursorLeft()
   })
 
+  it("the client's timeoutMS bounds it too; timeoutMS: 0 on the call lifts it", async () => {
+    const limited = await MongoClient.connect(server.uri, { timeoutMS: 300 })
+    try {
+      const items = limited.db('bench').collection('wide45')
+      const started = Date.now()
+      await expect(items.pipeJson({}, { batchSize: 100 }, stalled())).rejects.toThrow(
+        MongoOperationTimeoutError,
+      )
+      expect(Date.now() - started).toBeLessThan(2000)
+      const result = await items.pipeJson({}, { batchSize: 1000, timeoutMS: 0 }, sink())
+      expect(result.count).toBe(5000)
+    } finally {
+      await limited.close()
+    }
+    await noCursorLeft()
+  })
+
   it('two pipeJson into one destination: the second rejects at once, the first completes', async () => {
     let received = ''
     const destination = new Writable({

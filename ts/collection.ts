@@ -49,6 +49,8 @@ export type CollectionOptions = BSONOptions
 export interface CollectionParent {
   databaseName: string
   bsonOptions: ResolvedBSONOptions
+  /** The client's default `timeoutMS`, for limits rumongo keeps in JS (pipeJson's writes). */
+  timeoutMS?(): number | undefined
   nativeCollection(name: string): Promise<NativeCollection>
 }
 
@@ -173,7 +175,8 @@ export class Collection<TSchema extends Document = Document> {
     options: JsonOptions,
     destination: NodeJS.WritableStream,
   ): Promise<PipeJsonResult> {
-    return pipeJson(this.#cursorSource(), () => checkFilter(filter), options ?? {}, destination)
+    const timeoutMS = options?.timeoutMS ?? this.#parent.timeoutMS?.()
+    return pipeJson(this.#cursorSource(), () => checkFilter(filter), options ?? {}, destination, timeoutMS)
   }
 
   /**

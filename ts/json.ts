@@ -181,6 +181,8 @@ export async function pipeJson(
   checkedFilter: () => Document,
   options: JsonOptions,
   destination: NodeJS.WritableStream,
+  /** The whole call's limit: the operation's `timeoutMS`, else the client's. */
+  timeoutMS?: number,
 ): Promise<PipeJsonResult> {
   if (typeof destination?.write !== 'function' || typeof destination.on !== 'function') {
     throw new MongoInvalidArgumentError(`pipeJson needs a Writable stream, got ${describe(destination)}`)
@@ -196,7 +198,7 @@ export async function pipeJson(
   // caller can still answer (an HTTP 400 with the error's message).
   const cursor = new JsonCursor(source, checkedFilter(), options)
   receiving.add(destination)
-  const watch = watchDestination(writable, options.timeoutMS)
+  const watch = watchDestination(writable, timeoutMS)
   const written: PipeJsonResult = { count: 0, bytes: 0 }
   const parts = jsonArray(cursor, written)
   try {

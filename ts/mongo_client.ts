@@ -259,6 +259,7 @@ export class Db {
       {
         databaseName: this.#name,
         bsonOptions: this.#bsonOptions,
+        timeoutMS: () => this.#client.timeoutMS,
         nativeCollection: async (collection) => {
           const client = await this.#client.nativeClient()
           return callNativeSync(() => client.collection(this.#name, collection))
