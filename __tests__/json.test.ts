@@ -126,7 +126,8 @@ describe('findJson and pipeJson arguments', () => {
       code: 'ERR_INVALID_ARGUMENT',
     })
     await expect(ours('many').pipeJson({}, {}, {} as never)).rejects.toThrow(/needs a Writable/)
-    // A destination given bad options is not left open (an HTTP client would wait forever).
+    // Bad options fail before any byte, the destination untouched: the caller can still answer
+    // (an HTTP 400 with the message).
     for (const [filter, options] of [
       [{}, { format: 'xml' }],
       ['nope', {}],
@@ -135,7 +136,9 @@ describe('findJson and pipeJson arguments', () => {
       await expect(ours('many').pipeJson(filter as never, options as never, destination)).rejects.toThrow(
         MongoInvalidArgumentError,
       )
-      expect(destination.destroyed).toBe(true)
+      expect(destination.destroyed).toBe(false)
+      expect(destination.writableEnded).toBe(false)
+      expect(destination.writableLength).toBe(0)
     }
   })
 })

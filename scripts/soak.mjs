@@ -1,6 +1,7 @@
 // `npm run soak`: a mixed read load on one client (find, findLazy, cursors left early with `break`,
-// findOne, countDocuments, aggregate, findJson, pipeJson into a consumer that goes away), every
-// result checked, for --seconds (default 300).
+// findOne, countDocuments, aggregate, findJson, pipeJson into a consumer that goes away, bursts of
+// reads that time out, reads that fail in JS while decoding or transforming), every result
+// checked, for --seconds (default 300).
 // Samples RSS (after a forced GC) and the client's open cursors every second, then compares the
 // first window (one minute, or a fifth of a shorter run) with the last one. Fails (exit 1) on any
 // wrong result or error, when the last window's median RSS exceeds the first's by more than
@@ -20,7 +21,7 @@ import { parseArgs } from 'node:util'
 import { startDevdb } from './devdb.mjs'
 
 const require = createRequire(import.meta.url)
-const { MongoClient } = require('../dist/index.js')
+const { MongoClient, MongoCursorExhaustedError, MongoOperationTimeoutError } = require('../dist/index.js')
 const { MongoClient: OfficialClient } = require('mongodb')
 
 const { values } = parseArgs({
@@ -117,6 +118,51 @@ const operations = [
       (error) => error.message,
     )
     check(piped === 'consumer went away', 'pipeJson into a consumer that goes away')
+  },
+  async (n) => {
+    // A burst of reads that time out (more than the pool's 5 connections): the next read must not
+    // wait for the pool to recover.
+    const id = (n * 7919) % DOCUMENTS
+    const burst = await Promise.allSettled(
+      Array.from({ length: 20 }, () => items.findOne({ _id: id }, { timeoutMS: 1 })),
+    )
+    for (const result of burst) {
+      if (result.status === 'fulfilled') check(result.value?._id === id, 'findOne in a timed-out burst')
+      else
+        check(
+          result.reason instanceof MongoOperationTimeoutError,
+          'a timed-out read fails with MongoOperationTimeoutError',
+        )
+    }
+    const started = Date.now()
+    const one = await items.findOne({ _id: id }, { timeoutMS: 2_000 })
+    check(one?._id === id && Date.now() - started < 2_000, 'the read after a timed-out burst')
+  },
+  async () => {
+    // Reads that fail in JS: a batch js-bson refuses to decode, a map() transform that throws in
+    // the second batch. Every later read rejects; the cursor is killed on the server.
+    const refused = items.find({}, { batchSize: 20, useBigInt64: true, promoteLongs: false })
+    const decodeError = await refused.next().then(
+      () => null,
+      (error) => error,
+    )
+    check(decodeError?.name === 'BSONError', 'a batch js-bson refuses fails the read')
+    const transformed = items.find({}, { sort: { _id: 1 }, batchSize: 20 }).map((document) => {
+      if (document._id === 25) throw new Error('transform failed')
+      return document
+    })
+    let read = 0
+    const transformError = await (async () => {
+      for (;;) if ((await transformed.next()) !== null) read++
+    })().catch((error) => error)
+    check(
+      transformError?.message === 'transform failed' && read === 25,
+      'a throwing transform fails the read',
+    )
+    const after = await transformed.next().catch((error) => error)
+    check(after instanceof MongoCursorExhaustedError, 'a read after a failed read rejects')
+    await Promise.all([refused.close(), transformed.close()])
+    if (leftCursorIds.length < MAX_PROBED_CURSORS) leftCursorIds.push(transformed.id)
   },
 ]
 

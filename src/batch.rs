@@ -96,16 +96,22 @@ const INLINE_TAPE_BYTES: usize = 2 * 1024 * 1024;
 
 /// Encodes a getMore reply off the JS thread, on the tokio worker that received it or on the rayon
 /// pool (a large JSON reply is transcoded in parallel chunks, which a tokio worker would block on).
-/// `last` says no batch can follow it.
-pub async fn encode_batch(batch: RawBatch, output: BatchOutput, last: bool) -> Result<DocumentBatch> {
+/// `last` says no batch can follow it; `keep`, how many of its documents the cursor may still
+/// return (a client-side `limit`), the rest being dropped.
+pub async fn encode_batch(
+    batch: RawBatch,
+    output: BatchOutput,
+    last: bool,
+    keep: Option<usize>,
+) -> Result<DocumentBatch> {
     let inline_limit = match output {
         BatchOutput::RelaxedJson | BatchOutput::PlainJson => INLINE_ENCODE_BYTES,
         BatchOutput::Tape | BatchOutput::Raw | BatchOutput::Lazy => INLINE_TAPE_BYTES,
     };
     if batch.as_raw_document().as_bytes().len() <= inline_limit {
-        return catching_panics(|| encode_reply(&batch, output, last));
+        return catching_panics(|| encode_reply(&batch, output, last, keep));
     }
-    on_rayon(move || encode_reply(&batch, output, last)).await
+    on_rayon(move || encode_reply(&batch, output, last, keep)).await
 }
 
 /// Encodes a reply larger than `INLINE_ENCODE_BYTES` as several batches, in order: a small first
@@ -117,13 +123,14 @@ pub fn encode_reply_in_parts(
     batch: RawBatch,
     output: BatchOutput,
     last: bool,
+    keep: Option<usize>,
 ) -> Result<(impl FnOnce() -> Result<DocumentBatch>, VecDeque<PendingBatch>)> {
     let reply = batch.as_raw_document().as_bytes();
     let mut parts = Vec::new();
     let (mut part, mut part_bytes) = (Vec::new(), 0);
     // A reply small enough to encode inline is one part: splitting it would gain nothing.
     let split = reply.len() > INLINE_ENCODE_BYTES;
-    for document in document_slices(&batch)? {
+    for document in document_slices(&batch, keep)? {
         // Where the document is in the reply, so rayon tasks can find it in their shared copy.
         let start = document.as_ptr() as usize - reply.as_ptr() as usize;
         part.push(start..start + document.len());
@@ -210,8 +217,13 @@ fn catching_panics<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
         .unwrap_or(Err(Error::Internal("decoding a batch panicked")))
 }
 
-fn encode_reply(batch: &RawBatch, output: BatchOutput, last: bool) -> Result<DocumentBatch> {
-    let mut encoded = encode_documents(&document_slices(batch)?, output)?;
+fn encode_reply(
+    batch: &RawBatch,
+    output: BatchOutput,
+    last: bool,
+    keep: Option<usize>,
+) -> Result<DocumentBatch> {
+    let mut encoded = encode_documents(&document_slices(batch, keep)?, output)?;
     let cursor_id = reply_cursor_id(batch)?;
     encoded.has_more = !last && cursor_id != 0;
     encoded.cursor_id = Some(cursor_id.into());
@@ -228,8 +240,17 @@ fn reply_cursor_id(batch: &RawBatch) -> Result<i64> {
 }
 
 /// The documents of a reply's batch, where they are.
-fn document_slices(batch: &RawBatch) -> Result<Vec<&[u8]>> {
-    array_documents(batch.doc_slices()?)
+fn document_slices(batch: &RawBatch, keep: Option<usize>) -> Result<Vec<&[u8]>> {
+    let mut documents = array_documents(batch.doc_slices()?)?;
+    if let Some(keep) = keep {
+        documents.truncate(keep);
+    }
+    Ok(documents)
+}
+
+/// How many documents a reply holds.
+pub fn document_count(batch: &RawBatch) -> Result<usize> {
+    Ok(document_slices(batch, None)?.len())
 }
 
 /// The documents of a BSON array, where they are. Reads the framing only: the bson crate's

@@ -14,7 +14,7 @@ use crate::{
     connect::{client_options, ConnectOptions},
     cursor::CursorSlot,
     database::NativeDatabase,
-    deadline::ClientTimeouts,
+    deadline::{ClientTimeouts, PoolGate},
     error::{Error, Result},
     events::{EventCallback, Monitor},
     task::spawn,
@@ -24,12 +24,17 @@ use crate::{
 /// getMore, or the kill of an abandoned cursor.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
+/// The crate's `maxPoolSize` when the connection string sets none.
+const DEFAULT_MAX_POOL_SIZE: u32 = 10;
+
 /// State shared by a client and every collection and cursor made from it.
 pub struct ClientState {
     client: Mutex<Option<mongodb::Client>>,
     cursors: Mutex<Vec<Weak<CursorSlot>>>,
     /// `timeoutMS` and `socketTimeoutMS`, which the crate does not implement.
     pub timeouts: ClientTimeouts,
+    /// Slots of the connection pool: every step that may need a connection takes one first.
+    pub pool: PoolGate,
 }
 
 impl ClientState {
@@ -84,12 +89,13 @@ impl NativeClient {
         if let Some(monitor) = &monitor {
             monitor.install(&mut options, commands);
         }
+        let pool = PoolGate::new(options.max_pool_size.unwrap_or(DEFAULT_MAX_POOL_SIZE));
         let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;
         let database = client
             .default_database()
             .unwrap_or_else(|| client.database("admin"));
-        let ping = async { Ok(database.run_command(doc! { "ping": 1 }).await?) };
-        if let Err(error) = timeouts.start().run(ping).await {
+        let ping = async move { Ok(database.run_command(doc! { "ping": 1 }).await?) };
+        if let Err(error) = timeouts.start().run(&pool, ping).await {
             client.shutdown().immediate(true).await;
             return Err(error.into());
         }
@@ -98,6 +104,7 @@ impl NativeClient {
                 client: Mutex::new(Some(client)),
                 cursors: Mutex::new(Vec::new()),
                 timeouts,
+                pool,
             }),
             monitor,
         })

@@ -86,12 +86,22 @@ impl NativeCollection {
                 single_batch = false;
             }
         }
+        // Positive: enforced on the client too (a negative one asks for a single batch).
+        let limit = find.limit.filter(|limit| *limit > 0).map(|limit| limit as u64);
         let (collection, client) = (self.collection.clone(), self.client.clone());
         let deadline = timeout.start();
         spawn(env, async move {
-            let find = async { Ok(collection.find(filter).with_options(find).batch().await?) };
-            let cursor = deadline.run(find).await?;
-            NativeCursor::open(cursor, single_batch, output, &client, timeout.cursor(deadline)).await
+            let find = async move { Ok(collection.find(filter).with_options(find).batch().await?) };
+            let cursor = deadline.run(&client.pool, find).await?;
+            NativeCursor::open(
+                cursor,
+                single_batch,
+                output,
+                &client,
+                timeout.cursor(deadline),
+                limit,
+            )
+            .await
         })
     }
 
@@ -114,15 +124,15 @@ impl NativeCollection {
         let (collection, client) = (self.collection.clone(), self.client.clone());
         let deadline = timeout.start();
         spawn(env, async move {
-            let aggregate = async {
+            let aggregate = async move {
                 Ok(collection
                     .aggregate(stages)
                     .with_options(aggregate)
                     .batch()
                     .await?)
             };
-            let cursor = deadline.run(aggregate).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline)).await
+            let cursor = deadline.run(&client.pool, aggregate).await?;
+            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
         })
     }
 
@@ -150,9 +160,10 @@ impl NativeCollection {
         taken.finish()?;
         count.max_time = timeout.max_time(count.max_time);
         let (collection, deadline) = (self.collection.clone(), timeout.start());
+        let pool = self.client.pool.clone();
         spawn(env, async move {
-            let count = async { Ok(collection.count_documents(filter).with_options(count).await?) };
-            Ok(deadline.run(count).await? as f64)
+            let count = async move { Ok(collection.count_documents(filter).with_options(count).await?) };
+            Ok(deadline.run(&pool, count).await? as f64)
         })
     }
 
@@ -174,14 +185,15 @@ impl NativeCollection {
         taken.finish()?;
         estimate.max_time = timeout.max_time(estimate.max_time);
         let (collection, deadline) = (self.collection.clone(), timeout.start());
+        let pool = self.client.pool.clone();
         spawn(env, async move {
-            let estimate = async {
+            let estimate = async move {
                 Ok(collection
                     .estimated_document_count()
                     .with_options(estimate)
                     .await?)
             };
-            Ok(deadline.run(estimate).await? as f64)
+            Ok(deadline.run(&pool, estimate).await? as f64)
         })
     }
 
@@ -208,9 +220,10 @@ impl NativeCollection {
         taken.finish()?;
         // No maxTimeMS derived from timeoutMS here: FerretDB rejects the field on `distinct`.
         let (collection, deadline) = (self.collection.clone(), timeout.start());
+        let pool = self.client.pool.clone();
         spawn(env, async move {
-            let distinct = async { Ok(collection.distinct(key, filter).with_options(distinct).await?) };
-            let values = deadline.run(distinct).await?;
+            let distinct = async move { Ok(collection.distinct(key, filter).with_options(distinct).await?) };
+            let values = deadline.run(&pool, distinct).await?;
             Ok(doc! { "values": values }.to_vec()?.into())
         })
     }

@@ -16,11 +16,11 @@ use tokio::sync::{watch, Mutex};
 
 use crate::{
     batch::{
-        encode_batch, encode_reply_in_parts, is_last_reply, received, BatchOutput, DocumentBatch,
-        PendingBatch,
+        document_count, encode_batch, encode_reply_in_parts, is_last_reply, received, BatchOutput,
+        DocumentBatch, PendingBatch,
     },
     client::ClientState,
-    deadline::{CursorTimeout, Deadline},
+    deadline::{CursorTimeout, Deadline, PoolGate},
     error::{Error, Result},
     events,
     task::spawn,
@@ -42,6 +42,8 @@ struct Reads {
     state: CursorState,
     /// Batches of a reply encoded in parts, served before the next getMore.
     pending: VecDeque<PendingBatch>,
+    /// How many more documents a find with a `limit` may return.
+    left: Option<u64>,
 }
 
 /// The part of a cursor its client can reach to close it.
@@ -63,11 +65,12 @@ impl Drop for Turn<'_> {
 }
 
 impl CursorSlot {
-    fn new(cursor: RawBatchCursor) -> Self {
+    fn new(cursor: RawBatchCursor, limit: Option<u64>) -> Self {
         Self {
             reads: Mutex::new(Reads {
                 state: CursorState::Open(Box::new(cursor)),
                 pending: VecDeque::new(),
+                left: limit,
             }),
             tickets: AtomicU64::new(0),
             serving: watch::Sender::new(0),
@@ -90,6 +93,7 @@ impl CursorSlot {
         single_batch: bool,
         output: BatchOutput,
         deadline: Deadline,
+        pool: &PoolGate,
     ) -> Result<Option<DocumentBatch>> {
         let turn = self.turn(ticket).await;
         let mut reads = self.reads.lock().await;
@@ -98,34 +102,52 @@ impl CursorSlot {
             drop(turn);
             return received(pending).await.map(Some);
         }
-        let cursor = match &mut reads.state {
+        // The cursor leaves the state for the step (a step that runs out of time may go on in the
+        // background: see `Deadline::run`); while the lock is held nobody sees the placeholder.
+        let mut cursor = match std::mem::replace(&mut reads.state, CursorState::Failed) {
             CursorState::Open(cursor) => cursor,
-            CursorState::Done => return Ok(None),
+            CursorState::Done => {
+                reads.state = CursorState::Done;
+                return Ok(None);
+            }
             CursorState::Failed => return Err(Error::CursorFailed),
-            CursorState::ClientClosed => return Err(Error::Closed("client")),
+            CursorState::ClientClosed => {
+                reads.state = CursorState::ClientClosed;
+                return Err(Error::Closed("client"));
+            }
         };
         // A getMore is never retried: after a failure or a timeout the cursor is dropped
         // (killed on the server), so a read can only fail, never skip a batch.
-        let result = deadline
-            .run(async { cursor.next().await.transpose().map_err(Error::from) })
-            .await
-            .transpose();
-        match result {
-            Some(Err(_)) => reads.state = CursorState::Failed,
-            None => reads.state = CursorState::Done,
-            // The last reply: JS stops reading here without asking again.
-            Some(Ok(ref batch)) if single_batch || is_last_reply(batch) => reads.state = CursorState::Done,
-            Some(Ok(_)) => {}
-        }
-        let batch = match result {
-            None => return Ok(None),
-            Some(Err(error)) => return Err(error),
-            Some(Ok(batch)) => batch,
+        let step = async move {
+            let batch = cursor.next().await.transpose()?;
+            Ok((cursor, batch))
         };
+        let (cursor, Some(batch)) = deadline.run(pool, step).await? else {
+            reads.state = CursorState::Done;
+            return Ok(None);
+        };
+        // A client-side `limit`, as in the official driver: a server (or proxy) that keeps the
+        // cursor open past it must not make the cursor return more. The rest is dropped, and so
+        // is the cursor (killed on the server).
+        let keep = match reads.left {
+            Some(left) => {
+                let count = document_count(&batch)? as u64;
+                reads.left = Some(left.saturating_sub(count));
+                (count >= left).then_some(left as usize)
+            }
+            None => None,
+        };
+        // The last reply: JS stops reading here without asking again.
+        let last = single_batch || keep.is_some();
+        if !(last || is_last_reply(&batch)) {
+            reads.state = CursorState::Open(cursor);
+        } else {
+            reads.state = CursorState::Done;
+        }
         // Ticket 0 reads the first reply (tickets are served in order, and nothing is pending
         // before it): encoded in parts, see `encode_reply_in_parts`.
         if ticket == 0 {
-            let (encode_first, rest) = encode_reply_in_parts(batch, output, single_batch)?;
+            let (encode_first, rest) = encode_reply_in_parts(batch, output, last, keep)?;
             reads.pending = rest;
             drop(reads);
             drop(turn);
@@ -134,7 +156,7 @@ impl CursorSlot {
         // Encoding needs no cursor: let close() and the next getMore proceed meanwhile.
         drop(reads);
         drop(turn);
-        Ok(Some(encode_batch(batch, output, single_batch).await?))
+        Ok(Some(encode_batch(batch, output, last, keep).await?))
     }
 
     /// Drops the driver cursor, which kills it on the server unless it was exhausted.
@@ -172,6 +194,8 @@ pub struct NativeCursor {
     output: BatchOutput,
     /// The deadline of its getMores (`timeoutMS`, `socketTimeoutMS`).
     timeout: CursorTimeout,
+    /// Its client's pool slots, which each getMore takes one of.
+    pool: PoolGate,
 }
 
 impl NativeCursor {
@@ -184,11 +208,15 @@ impl NativeCursor {
         output: BatchOutput,
         client: &ClientState,
         timeout: CursorTimeout,
+        limit: Option<u64>,
     ) -> Result<OpenedCursor> {
-        let slot = Arc::new(CursorSlot::new(cursor));
+        let slot = Arc::new(CursorSlot::new(cursor, limit));
         client.track(&slot);
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
-        let first_batch = slot.read(ticket, single_batch, output, timeout.next()).await?;
+        // The first reply came with the find: reading it takes no connection.
+        let first_batch = slot
+            .read(ticket, single_batch, output, timeout.next(), &PoolGate::NONE)
+            .await?;
         // Without more batches the driver cursor is drained and dropped already (`read`).
         let more = first_batch.as_ref().is_some_and(|batch| batch.has_more);
         Ok(OpenedCursor {
@@ -198,6 +226,7 @@ impl NativeCursor {
                 single_batch,
                 output,
                 timeout,
+                pool: client.pool.clone(),
             }),
         })
     }
@@ -210,10 +239,10 @@ impl NativeCursor {
     #[napi(catch_unwind, ts_return_type = "Promise<DocumentBatch | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
-        let deadline = self.timeout.next();
+        let (deadline, pool) = (self.timeout.next(), self.pool.clone());
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         spawn(env, async move {
-            slot.read(ticket, single_batch, output, deadline).await
+            slot.read(ticket, single_batch, output, deadline, &pool).await
         })
     }
 

@@ -58,15 +58,16 @@ impl NativeDatabase {
         let timeout = self.client.timeouts.take(&mut taken, false)?;
         taken.finish()?;
         let (database, deadline) = (self.database.clone(), timeout.start());
+        let pool = self.client.pool.clone();
         spawn(env, async move {
-            let run = async {
+            let run = async move {
                 let mut run = database.run_raw_command(command);
                 if let Some(criteria) = selection_criteria {
                     run = run.selection_criteria(criteria);
                 }
                 Ok(run.await?)
             };
-            let reply = deadline.run(run).await?;
+            let reply = deadline.run(&pool, run).await?;
             Ok(reply.to_vec()?.into())
         })
     }
@@ -93,15 +94,15 @@ impl NativeDatabase {
         let (database, client) = (self.database.clone(), self.client.clone());
         let deadline = timeout.start();
         spawn(env, async move {
-            let open = async {
+            let open = async move {
                 Ok(database
                     .run_raw_cursor_command(command)
                     .with_options(cursor_options)
                     .batch()
                     .await?)
             };
-            let cursor = deadline.run(open).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline)).await
+            let cursor = deadline.run(&client.pool, open).await?;
+            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
         })
     }
 
@@ -125,9 +126,10 @@ impl NativeDatabase {
         let (database, client) = (self.database.clone(), self.client.clone());
         let deadline = timeout.start();
         spawn(env, async move {
-            let aggregate = async { Ok(database.aggregate(stages).with_options(aggregate).batch().await?) };
-            let cursor = deadline.run(aggregate).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline)).await
+            let aggregate =
+                async move { Ok(database.aggregate(stages).with_options(aggregate).batch().await?) };
+            let cursor = deadline.run(&client.pool, aggregate).await?;
+            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
         })
     }
 }

@@ -2,17 +2,20 @@
 //! operation, or for a cursor's lifetime) and `socketTimeoutMS` (a bound on each round trip).
 //!
 //! Every network step of an operation (the command that opens a cursor, each getMore, a count or
-//! distinct) runs through `Deadline::run`. When a limit passes, its future is dropped: the crate
-//! closes a connection dropped mid-command instead of reusing it, and a dropped cursor is killed.
+//! distinct) runs through `Deadline::run`. When a limit passes, the caller gets the error at once
+//! and the step finishes in the background (bounded), so that the connection pool gets back what
+//! it lent: see `PoolGate` and `Deadline::run`. A dropped cursor is killed.
 
 use std::{
     future::{poll_fn, Future},
-    pin::pin,
+    pin::Pin,
+    sync::Arc,
     task::Poll,
     time::{Duration, Instant},
 };
 
 use mongodb::error::ErrorKind;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::{
     error::{Error, Result},
@@ -144,6 +147,48 @@ impl CursorTimeout {
     }
 }
 
+/// How long a step that ran out of time may go on in the background to give its connection back
+/// (see `Deadline::run`) before it is dropped anyway: long enough for a connection handshake and a
+/// command the server stops at its `maxTimeMS`, short enough that a hung server cannot hold a
+/// pool slot for good.
+const DETACHED_GRACE: Duration = Duration::from_secs(10);
+
+/// The client's connection-pool slots, handed out in request order before a step reaches the
+/// crate's pool.
+///
+/// Why: the crate's pool worker serves at most one queued checkout request per event it handles (a
+/// check-in, a new request, or its 500 ms maintenance tick), and a request whose caller gave up
+/// stays queued until served. A burst of 100 `findOne({}, { timeoutMS: 2 })` on `maxPoolSize: 2`
+/// left ~70 such requests ahead of the next read, which then waited ~14 s (27 s with
+/// `maxPoolSize: 1`). Here a step waits for a slot in a queue it leaves when it gives up; one that
+/// holds a slot finds a free or establishable connection in the crate's pool, and keeps its slot
+/// until the crate has that connection back (see `Deadline::run`).
+#[derive(Clone, Debug, Default)]
+pub struct PoolGate(Option<Arc<Semaphore>>);
+
+impl PoolGate {
+    /// One slot per pooled connection; `maxPoolSize: 0` (no limit in the crate) needs no gate.
+    pub fn new(max_pool_size: u32) -> Self {
+        Self((max_pool_size > 0).then(|| Arc::new(Semaphore::new(max_pool_size as usize))))
+    }
+
+    /// For a step that needs no connection (a cursor's first batch, already received).
+    pub const NONE: PoolGate = PoolGate(None);
+
+    async fn enter(&self) -> Option<OwnedSemaphorePermit> {
+        // The semaphore is never closed.
+        self.0.clone()?.acquire_owned().await.ok()
+    }
+
+    /// A slot if one is free now; `Err` when every slot is busy.
+    fn try_enter(&self) -> std::result::Result<Option<OwnedSemaphorePermit>, ()> {
+        match &self.0 {
+            Some(slots) => slots.clone().try_acquire_owned().map(Some).map_err(|_| ()),
+            None => Ok(None),
+        }
+    }
+}
+
 /// When an operation runs out of time (`timeoutMS`) and how long one round trip may take
 /// (`socketTimeoutMS`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -156,38 +201,85 @@ pub struct Deadline {
 impl Deadline {
     /// Runs one network step under the deadline. An expired `timeoutMS` fails with
     /// `OperationTimeout` (so does the server's `MaxTimeMSExpired` under a `timeoutMS`); a round
-    /// trip longer than `socketTimeoutMS` fails with `SocketTimeout`.
-    pub async fn run<T>(&self, step: impl Future<Output = Result<T>>) -> Result<T> {
+    /// trip longer than `socketTimeoutMS` fails with `SocketTimeout`. The step holds a slot of
+    /// `pool` while it runs; waiting for one counts against the limits.
+    ///
+    /// A step that runs out of time is not dropped where it stands: the caller gets the error at
+    /// once, and the step goes on in the background with its slot (at most `DETACHED_GRACE`).
+    /// Dropped while its checkout request waits in the crate's pool, or while the connection made
+    /// for it is being established, it would leave the pool short of a connection that the gate
+    /// counts as free, and the next step would queue behind a request nobody waits for.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        pool: &PoolGate,
+        step: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
         let remaining = self.at.map(|at| at.saturating_duration_since(Instant::now()));
         if remaining == Some(Duration::ZERO) {
             // Expired: what needs no I/O (a batch already received) is still returned, but no
             // request may race the timer's millisecond granularity.
-            let mut step = pin!(step);
+            let Ok(slot) = pool.try_enter() else {
+                return Err(self.operation_timeout());
+            };
+            let mut step = Box::pin(step);
             return match poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await {
                 Poll::Ready(result) => result,
-                Poll::Pending => Err(self.operation_timeout()),
+                Poll::Pending => {
+                    finish_detached(step, slot);
+                    Err(self.operation_timeout())
+                }
             };
         }
         let limit = match (remaining, self.socket) {
             (Some(remaining), Some(socket)) => remaining.min(socket),
             (remaining, socket) => match remaining.or(socket) {
                 Some(limit) => limit,
-                None => return step.await,
+                None => {
+                    // Never cancelled here, but it must not take a connection past the gate.
+                    let _slot = pool.enter().await;
+                    return step.await;
+                }
             },
         };
-        match tokio::time::timeout(limit, step).await {
+        let started = tokio::time::Instant::now();
+        let timed_out = || {
+            if remaining == Some(limit) {
+                self.operation_timeout()
+            } else {
+                Error::SocketTimeout(limit.as_millis() as u64)
+            }
+        };
+        let Ok(slot) = tokio::time::timeout(limit, pool.enter()).await else {
+            return Err(timed_out());
+        };
+        let mut step = Box::pin(step);
+        match tokio::time::timeout_at(started + limit, step.as_mut()).await {
             Ok(Err(Error::Driver(error))) if self.timeout.is_some() && is_max_time_expired(&error) => {
                 Err(self.operation_timeout())
             }
             Ok(result) => result,
-            Err(_) if remaining == Some(limit) => Err(self.operation_timeout()),
-            Err(_) => Err(Error::SocketTimeout(limit.as_millis() as u64)),
+            Err(_) => {
+                finish_detached(step, slot);
+                Err(timed_out())
+            }
         }
     }
 
     fn operation_timeout(&self) -> Error {
         Error::OperationTimeout(self.timeout.unwrap_or_default().as_millis() as u64)
     }
+}
+
+/// Lets a step whose caller gave up run on, holding its pool slot, until it ends or
+/// `DETACHED_GRACE` passes; its result is dropped (a cursor it opened is killed).
+fn finish_detached<T: Send + 'static>(
+    step: Pin<Box<impl Future<Output = Result<T>> + Send + 'static>>,
+    slot: Option<OwnedSemaphorePermit>,
+) {
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(DETACHED_GRACE, step).await;
+        drop(slot);
+    });
 }
 
 fn is_max_time_expired(error: &mongodb::error::Error) -> bool {

@@ -77,6 +77,17 @@ impl Error {
     }
 }
 
+/// What the crate's `Checked` conversions say (mongodb 3.9 `checked.rs`): a `TryFromIntError`, or
+/// an overflow.
+const CHECKED_ARITHMETIC_MESSAGES: [&str; 2] = [
+    "out of range integral type conversion attempted",
+    "checked arithmetic failure",
+];
+
+/// How the crate reports an `ok: 0` reply it cannot read as a command error (mongodb 3.9
+/// `client/executor.rs`).
+const COMMAND_ERROR_WITHOUT_CODE: &str = "error deserializing command error:";
+
 fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
     let labels: Vec<&String> = error.labels().iter().collect();
     let message = error.kind.to_string();
@@ -97,8 +108,24 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
         ErrorKind::ConnectionPoolCleared { .. } => {
             json!({ "kind": "network", "message": message, "errorLabels": labels })
         }
+        // The crate's checked arithmetic on lengths the server sent (a negative or too small
+        // `messageLength`): a protocol fault, which the official driver reports as MongoParseError.
+        ErrorKind::InvalidArgument { message, .. }
+            if CHECKED_ARITHMETIC_MESSAGES.contains(&message.as_str()) =>
+        {
+            json!({ "kind": "parse", "message": format!("invalid message from the server: a length out of range ({message})") })
+        }
         ErrorKind::InvalidArgument { message, .. } => {
             json!({ "kind": "invalidArgument", "message": message })
+        }
+        // `{ ok: 0 }` without a `code`: still the server's refusal, a MongoServerError (without a
+        // code) in the official driver. The crate keeps neither its `errmsg` nor the reply.
+        ErrorKind::InvalidResponse { message, .. } if message.starts_with(COMMAND_ERROR_WITHOUT_CODE) => {
+            json!({
+                "kind": "server",
+                "message": "the server refused the command without an error code",
+                "errorLabels": labels,
+            })
         }
         ErrorKind::Authentication { message, .. } => match server_refusal(error) {
             // The server refused the login: its own error, as the official driver reports it

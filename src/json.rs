@@ -236,8 +236,9 @@ impl Writer {
                 let size = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| Deferred)?;
                 let subtype = *bytes.get(start + 4).ok_or(Deferred)?;
                 let data = bytes.get(start + 5..start + 5 + size).ok_or(Deferred)?;
-                // Subtype 2 nests a second length that js-bson checks and strips.
-                if subtype == 2 {
+                // Subtype 2 nests a second length that js-bson checks and strips; js-bson refuses to
+                // render an invalid vector (subtype 9) as Extended JSON: the error is its own.
+                if subtype == 2 || (subtype == 9 && relaxed && !is_valid_vector(data)) {
                     return Err(Deferred);
                 }
                 self.binary(subtype, data);
@@ -817,6 +818,28 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
+}
+
+/// Whether js-bson's `validateBinaryVector` (bson 7, run by `Binary.toExtendedJSON`) accepts the
+/// data of a subtype 9 binary: its first byte is the element type, its second the padding.
+fn is_valid_vector(data: &[u8]) -> bool {
+    const INT8: u8 = 0x03;
+    const FLOAT32: u8 = 0x27;
+    const PACKED_BIT: u8 = 0x10;
+    let Some(&kind) = data.first() else {
+        return true;
+    };
+    // js-bson reads a missing padding byte as `undefined`, which is not 0.
+    let padding = data.get(1).copied();
+    match kind {
+        INT8 => padding == Some(0),
+        FLOAT32 => padding == Some(0) && (data.len() - 2).is_multiple_of(4),
+        PACKED_BIT => match padding {
+            Some(padding) => padding <= 7 && !(padding != 0 && data.len() == 2),
+            None => true,
+        },
+        _ => true,
+    }
 }
 
 #[cfg(test)]

@@ -220,23 +220,29 @@ export class Collection<TSchema extends Document = Document> {
 
   /**
    * Streams the documents matching `filter` into `destination` (an HTTP response, a file, any
-   * Writable) as one JSON array, batch by batch, honouring backpressure, then ends it. If the
-   * destination closes early (the client went away) or the query fails, the cursor is closed,
-   * the destination destroyed and the promise rejects. Same formats as {@link findJson}.
+   * Writable) as one JSON array, batch by batch, honouring backpressure, then ends it. Nothing is
+   * written before the first batch arrived: a query that fails rejects with the destination
+   * untouched. Once writing, if the destination errors, closes or is ended elsewhere, or
+   * `timeoutMS` passes (backpressure waits included), the cursor is killed, the destination
+   * destroyed and the promise rejects. Same formats as {@link findJson}.
    */
   async pipeJson(
     filter: Filter<TSchema> | ObjectId,
     options: JsonOptions,
     destination: NodeJS.WritableStream,
   ): Promise<PipeJsonResult> {
+    const inherited = this.#inherit(options ?? {})
+    // The whole call's limit (pipeJson keeps it in JS): the operation's or an inherited timeoutMS.
+    const timeoutMS = inherited.timeoutMS ?? this.#parent.timeoutMS
     return pipeJson(
       this.#cursorSource(),
       () => {
         checkNoExplain(options)
         return checkFilter(filter)
       },
-      this.#inherit(options ?? {}),
+      inherited,
       destination,
+      timeoutMS,
     )
   }
 

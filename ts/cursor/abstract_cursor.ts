@@ -84,6 +84,8 @@ export abstract class AbstractCursor<TSchema = Document>
   /** The error that failed the cursor (state `failed`). */
   #failure: unknown = undefined
   #killed = false
+  /** The kill of the server cursor after a failure found in JS, which `close()` waits for. */
+  #killing: Promise<void> | undefined = undefined
 
   protected constructor(source: CursorSource) {
     this.#source = source
@@ -193,7 +195,17 @@ export abstract class AbstractCursor<TSchema = Document>
       count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
     const documents = this.#buffer.slice(this.#position, end)
     this.#position = end
-    return this.#transform ? documents.map(this.#transform) : (documents as TSchema[])
+    return this.#transform ? this.#transformed(documents) : (documents as TSchema[])
+  }
+
+  /** `documents` through the map() transform; one that throws fails the cursor. */
+  #transformed(documents: unknown[]): TSchema[] {
+    try {
+      return documents.map(this.#transform!)
+    } catch (error) {
+      this.#abandon(error)
+      throw error
+    }
   }
 
   /**
@@ -247,7 +259,14 @@ export abstract class AbstractCursor<TSchema = Document>
   #takeBuffered(): TSchema | typeof NO_DOCUMENT {
     if (this.#state === 'failed' || this.#position >= this.#buffer.length) return NO_DOCUMENT
     const document = this.#buffer[this.#position++]
-    return this.#transform ? this.#transform(document) : (document as TSchema)
+    if (!this.#transform) return document as TSchema
+    try {
+      return this.#transform(document)
+    } catch (error) {
+      // The official driver closes the cursor here (its next read then says null, the end).
+      this.#abandon(error)
+      throw error
+    }
   }
 
   /** Same as `next()`: a non-tailable cursor always waits for the server's answer. */
@@ -308,7 +327,8 @@ export abstract class AbstractCursor<TSchema = Document>
    * stays failed (its reads keep rejecting) until `rewind()`.
    */
   async close(): Promise<void> {
-    if (this.#state === 'closed' || this.#state === 'failed') return
+    if (this.#state === 'failed') return this.#killing
+    if (this.#state === 'closed') return
     const wasOpening = this.#fetching
     if (this.#state === 'open' && this.#serverCursorOpen()) this.#killed = true
     this.#state = 'closed'
@@ -329,6 +349,7 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#state = 'new'
     this.#collectsAll = false
     this.#failure = undefined
+    this.#killing = undefined
     this.#serverHasMore = true
     this.#replyPartsLeft = 0
     this.#id = undefined
@@ -429,7 +450,14 @@ export abstract class AbstractCursor<TSchema = Document>
           learnDocumentSize(this.#sizeKey, batch.count, batch.documentBytes)
           this.#sizeKey = undefined
         }
-        this.#buffer = this.#decode!(batch)
+        try {
+          this.#buffer = this.#decode!(batch)
+        } catch (error) {
+          // A batch that does not decode (invalid UTF-8, ...): reading on would skip its
+          // documents, so the cursor fails.
+          this.#abandon(error)
+          throw error
+        }
         this.#position = 0
         return true
       }
@@ -476,6 +504,18 @@ export abstract class AbstractCursor<TSchema = Document>
     if (this.#serverCursorOpen()) this.#killed = true
     this.#end('failed')
     this.#failure = error
+  }
+
+  /**
+   * Fails the cursor on an error found in JS, where the native cursor is still open: it is closed
+   * (killed on the server) in the background.
+   */
+  #abandon(error: unknown): void {
+    const native = this.#native
+    this.#fail(error)
+    this.#buffer = []
+    this.#position = 0
+    if (native && this.#state === 'failed') this.#killing = callNative(() => native.close()).catch(() => {})
   }
 
   /**
