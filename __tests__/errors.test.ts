@@ -19,7 +19,7 @@ import {
 } from 'rumongo'
 // @ts-expect-error: a plain ESM script without types
 import { freePort } from '../scripts/devdb.mjs'
-import { startFakeWireServer } from './setup/fake_wire_server.js'
+import { startWireServer } from './setup/wire_server.js'
 import { uniqueDbName, uri } from './setup/helpers.js'
 
 let client: MongoClient
@@ -400,12 +400,14 @@ describe('server and connection errors', () => {
 
   it('sends the password to the server only in the authentication, never in an error', async () => {
     // A fake server records the PLAIN conversation, then refuses the login as a server does.
-    const server = await startFakeWireServer(() => ({
-      ok: 0,
-      code: 18,
-      codeName: 'AuthenticationFailed',
-      errmsg: 'Authentication failed.',
-    }))
+    const server = await startWireServer({
+      answer: () => ({
+        ok: 0,
+        code: 18,
+        codeName: 'AuthenticationFailed',
+        errmsg: 'Authentication failed.',
+      }),
+    })
     try {
       const secret = 'L0ng?S3cret/with:every@char%'
       const query = 'authMechanism=PLAIN&authSource=%24external&serverSelectionTimeoutMS=2000'

@@ -20,7 +20,7 @@ import {
   type AbstractCursor,
 } from 'rumongo'
 import { uniqueDbName, uri } from './setup/helpers.js'
-import { startFakeServer } from './setup/fake_server.js'
+import { startWireServer } from './setup/wire_server.js'
 import { serveDocuments, type ServedReplay } from './setup/replay.js'
 // @ts-expect-error: a plain ESM script without types
 import { startReplay } from '../scripts/replay.mjs'
@@ -413,7 +413,7 @@ describe('a broken server or proxy (fake wire server)', () => {
     ['limit() builder, batches of 3', (items: any) => items.find({}).limit(10).batchSize(3).toArray()],
     ['findLazy', (items: any) => items.findLazy({}, { limit: 10, batchSize: 4 })],
   ])('a limit is enforced on the client, the cursor killed, as the official driver (%s)', async (_, read) => {
-    const server = await startFakeServer(endlessCursor())
+    const server = await startWireServer({ answer: endlessCursor() })
     const [official, ours] = await Promise.all([
       OfficialClient.connect(server.uri),
       MongoClient.connect(server.uri),
@@ -433,19 +433,19 @@ describe('a broken server or proxy (fake wire server)', () => {
       await expect.poll(() => server.killed).toEqual([42n])
     } finally {
       await Promise.all([official.close(), ours.close()])
-      await server.close()
+      await server.stop()
     }
   })
 
   it('findJson with a limit stops at it too', async () => {
-    const server = await startFakeServer(endlessCursor())
+    const server = await startWireServer({ answer: endlessCursor() })
     const client = await MongoClient.connect(server.uri)
     try {
       const json = await client.db('db').collection('items').findJson({}, { limit: 10, batchSize: 4 })
       expect(JSON.parse(json.toString())).toHaveLength(10)
     } finally {
       await client.close()
-      await server.close()
+      await server.stop()
     }
   })
 
@@ -465,10 +465,12 @@ describe('a broken server or proxy (fake wire server)', () => {
     'a messageLength of %i is a protocol fault (MongoParseError, as the official driver for a negative one), not the caller’s',
     async (length) => {
       let faulty = true
-      const server = await startFakeServer((command) => {
-        if (command.find === undefined) return { ok: 0, errmsg: 'unexpected', code: 59 }
-        if (faulty) return header(length)
-        return { cursor: { id: Long.ZERO, ns: 'db.items', firstBatch: [{ n: 1 }] }, ok: 1 }
+      const server = await startWireServer({
+        answer: (command) => {
+          if (command.find === undefined) return { ok: 0, errmsg: 'unexpected', code: 59 }
+          if (faulty) return header(length)
+          return { cursor: { id: Long.ZERO, ns: 'db.items', firstBatch: [{ n: 1 }] }, ok: 1 }
+        },
       })
       const client = await MongoClient.connect(server.uri, { retryReads: false })
       try {
@@ -495,13 +497,13 @@ describe('a broken server or proxy (fake wire server)', () => {
         await expect(client.db('db').collection('items').findOne({})).resolves.toEqual({ n: 1 })
       } finally {
         await client.close()
-        await server.close()
+        await server.stop()
       }
     },
   )
 
   it('{ ok: 0 } without a code is a MongoServerError, as in the official driver', async () => {
-    const server = await startFakeServer(() => ({ ok: 0, errmsg: 'refused without a code' }))
+    const server = await startWireServer({ answer: () => ({ ok: 0, errmsg: 'refused without a code' }) })
     const [official, ours] = await Promise.all([
       OfficialClient.connect(server.uri),
       MongoClient.connect(server.uri),
@@ -524,7 +526,7 @@ describe('a broken server or proxy (fake wire server)', () => {
       expect((error as { code?: unknown }).code).toBeUndefined()
     } finally {
       await Promise.all([official.close(), ours.close()])
-      await server.close()
+      await server.stop()
     }
   })
 })

@@ -1,19 +1,31 @@
-// A small fake mongod for what the embedded server cannot show: it records every command both
-// drivers send (to compare `apiVersion`, `readConcern`, `$readPreference`), answers hello as a
-// standalone or a mongos, and can delay replies (timeoutMS). find and aggregate return `documents`,
-// in batches of their `batchSize` (getMore serves the rest).
+// A small fake MongoDB wire server for what the embedded server cannot show (it stands for a mongod, a
+// mongos, or a broken server or proxy): it records every command both drivers send (to compare
+// `apiVersion`, `readConcern`, `$readPreference`, a login's payload), answers the handshake as a
+// standalone or a mongos, and answers every other command with a scripted reply (a document, raw
+// bytes such as a header with a bad messageLength, or nothing) or, by default, serves `documents` to
+// find and aggregate in batches of their `batchSize` (getMore serves the rest). It speaks OP_MSG and
+// the legacy OP_QUERY handshake.
 import { once } from 'node:events'
-import { createServer, type Server, type Socket } from 'node:net'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { BSON, Long, type Document } from 'bson'
 
 const OP_REPLY = 1
 const OP_QUERY = 2004
 const OP_MSG = 2013
 
+/** What the server sends for a command: a reply document, raw bytes written as they are, or nothing. */
+export type WireReply = Document | { bytes: (requestId: number) => Buffer } | null
+
 export interface WireServerOptions {
+  /**
+   * Answers every command but the handshake, `ping`, `endSessions` and `killCursors` (the server
+   * answers those itself); without it, find / aggregate / getMore / count serve `documents` and any
+   * other command gets `{ ok: 1 }`.
+   */
+  answer?: (command: Document) => WireReply
   /** Answer hello as a mongos (`msg: 'isdbgrid'`): drivers then send `$readPreference`. */
   mongos?: boolean
-  /** Documents every find / aggregate returns. */
+  /** Documents every find / aggregate returns (when there is no `answer`). */
   documents?: Document[]
   /** Milliseconds to wait before answering a find or aggregate. */
   delayMS?: number
@@ -21,18 +33,68 @@ export interface WireServerOptions {
 
 export interface WireServer {
   uri: string
-  /** Every command received (hello and monitoring included), in order. */
+  /** `host:port` of the server, for tests that write their own connection string. */
+  address: string
+  /** Every command received (handshakes and monitoring included), in order, Int64 kept as `Long`. */
   commands: Document[]
   /** The received commands named `name`. */
   received(name: string): Document[]
+  /** The cursor ids `killCursors` named. */
+  killed: bigint[]
   stop(): Promise<void>
 }
 
-function hello(options: WireServerOptions, legacy: boolean): Document {
+const HANDSHAKE = new Set(['hello', 'ismaster', 'isMaster'])
+
+/** A message answering request `responseTo` (drivers do not read the header's own requestID). */
+function frame(opCode: number, responseTo: number, body: Uint8Array): Buffer {
+  const header = Buffer.alloc(16)
+  header.writeInt32LE(16 + body.length, 0)
+  header.writeInt32LE(responseTo, 8)
+  header.writeInt32LE(opCode, 12)
+  return Buffer.concat([header, body])
+}
+
+/** The reply to request `responseTo` carrying `document`: an OP_REPLY to an OP_QUERY, else an OP_MSG. */
+function replyMessage(responseTo: number, requestOpCode: number, document: Document): Buffer {
+  const bytes = BSON.serialize(document)
+  if (requestOpCode === OP_QUERY) {
+    const prefix = Buffer.alloc(20) // responseFlags, cursorID, startingFrom stay 0
+    prefix.writeInt32LE(1, 16) // numberReturned
+    return frame(OP_REPLY, responseTo, Buffer.concat([prefix, bytes]))
+  }
+  // flagBits 0, then section kind 0: the body.
+  return frame(OP_MSG, responseTo, Buffer.concat([Buffer.alloc(5), bytes]))
+}
+
+/** The command in an OP_MSG (its kind-0 section) or an OP_QUERY; `undefined` for other op codes. */
+function readCommand(message: Buffer): Document | undefined {
+  const options = { promoteLongs: false }
+  const opCode = message.readInt32LE(12)
+  if (opCode === OP_QUERY) {
+    const collectionEnd = message.indexOf(0, 20)
+    const start = collectionEnd + 1 + 8 // numberToSkip, numberToReturn
+    return BSON.deserialize(message.subarray(start, start + message.readInt32LE(start)), options)
+  }
+  if (opCode !== OP_MSG) return undefined
+  // flagBits, then sections: kind 0 holds the command, kind 1 a document sequence.
+  let at = 20
+  while (at < message.length) {
+    const kind = message.readUInt8(at)
+    const length = message.readInt32LE(at + 1)
+    if (kind === 0) return BSON.deserialize(message.subarray(at + 1, at + 1 + length), options)
+    at += 1 + length
+  }
+  return undefined
+}
+
+/** The reply of a standalone server (or a mongos) to `hello` (no topologyVersion: drivers poll). */
+function helloReply(mongos: boolean): Document {
   return {
-    [legacy ? 'ismaster' : 'isWritablePrimary']: true,
     helloOk: true,
-    ...(options.mongos ? { msg: 'isdbgrid' } : {}),
+    ismaster: true,
+    isWritablePrimary: true,
+    ...(mongos ? { msg: 'isdbgrid' } : {}),
     maxBsonObjectSize: 16 * 1024 * 1024,
     maxMessageSizeBytes: 48_000_000,
     maxWriteBatchSize: 100_000,
@@ -62,13 +124,13 @@ function batch(cursors: OpenCursors, ns: string, documents: Document[], batchSiz
   return { cursor: { id: Long.fromBigInt(id), ns, [key]: documents.slice(0, size) }, ok: 1 }
 }
 
-function reply(command: Document, options: WireServerOptions, cursors: OpenCursors): Document {
+/** The default answer: `documents` served to find / aggregate / getMore / count, `{ ok: 1 }` to the rest. */
+function answerFromDocuments(command: Document, documents: Document[], cursors: OpenCursors): Document {
   const name = Object.keys(command)[0]!
-  if (['hello', 'ismaster', 'isMaster'].includes(name)) return hello(options, name !== 'hello')
   if (name === 'find' || name === 'aggregate') {
     const ns = `${command.$db}.${name === 'find' ? command.find : command.aggregate}`
     const batchSize = name === 'find' ? command.batchSize : command.cursor?.batchSize
-    return batch(cursors, ns, options.documents ?? [], batchSize, true)
+    return batch(cursors, ns, documents, batchSize, true)
   }
   if (name === 'getMore') {
     const id = BigInt(String(command.getMore))
@@ -76,35 +138,33 @@ function reply(command: Document, options: WireServerOptions, cursors: OpenCurso
     cursors.delete(id)
     return batch(cursors, cursor?.ns ?? '', cursor?.documents ?? [], command.batchSize, false)
   }
-  if (name === 'count') return { n: (options.documents ?? []).length, ok: 1 }
+  if (name === 'count') return { n: documents.length, ok: 1 }
   return { ok: 1 }
-}
-
-function frame(opCode: number, responseTo: number, body: Buffer): Buffer {
-  const header = Buffer.alloc(16)
-  header.writeInt32LE(16 + body.length, 0)
-  header.writeInt32LE(0, 4)
-  header.writeInt32LE(responseTo, 8)
-  header.writeInt32LE(opCode, 12)
-  return Buffer.concat([header, body])
 }
 
 export async function startWireServer(options: WireServerOptions = {}): Promise<WireServer> {
   const commands: Document[] = []
+  const killed: bigint[] = []
   const cursors: OpenCursors = new Map()
   const sockets = new Set<Socket>()
-  const answer = async (socket: Socket, message: Buffer) => {
+
+  const answer = (command: Document): WireReply => {
+    const name = Object.keys(command)[0]!
+    if (HANDSHAKE.has(name)) return helloReply(options.mongos ?? false)
+    if (name === 'ping' || name === 'endSessions') return { ok: 1 }
+    if (name === 'killCursors') {
+      for (const id of command.cursors as (Long | number)[]) killed.push(BigInt(id.toString()))
+      return { cursorsKilled: command.cursors, cursorsNotFound: [], cursorsAlive: [], ok: 1 }
+    }
+    if (options.answer) return options.answer(command)
+    return answerFromDocuments(command, options.documents ?? [], cursors)
+  }
+
+  const respond = async (socket: Socket, message: Buffer) => {
     const requestId = message.readInt32LE(4)
     const opCode = message.readInt32LE(12)
-    let command: Document
-    if (opCode === OP_MSG) {
-      // flagBits, then section kind 0 (the body); document sequences (kind 1) are not needed here.
-      command = BSON.deserialize(message.subarray(21, 21 + message.readInt32LE(21)), { promoteLongs: false })
-    } else if (opCode === OP_QUERY) {
-      const nameEnd = message.indexOf(0, 20)
-      const at = nameEnd + 9
-      command = BSON.deserialize(message.subarray(at, at + message.readInt32LE(at)), { promoteLongs: false })
-    } else {
+    const command = readCommand(message)
+    if (command === undefined) {
       socket.destroy()
       return
     }
@@ -112,18 +172,15 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
     const name = Object.keys(command)[0]
     if (options.delayMS && (name === 'find' || name === 'aggregate')) {
       await new Promise((resolve) => setTimeout(resolve, options.delayMS))
+      if (socket.destroyed) return
     }
-    if (socket.destroyed) return
-    const document = Buffer.from(BSON.serialize(reply(command, options, cursors)))
-    if (opCode === OP_MSG) {
-      socket.write(frame(OP_MSG, requestId, Buffer.concat([Buffer.alloc(5), document])))
-    } else {
-      const prefix = Buffer.alloc(20)
-      prefix.writeInt32LE(1, 16) // numberReturned
-      socket.write(frame(OP_REPLY, requestId, Buffer.concat([prefix, document])))
-    }
+    const reply = answer(command)
+    if (reply === null) return
+    if (typeof reply.bytes === 'function') socket.write(reply.bytes(requestId))
+    else socket.write(replyMessage(requestId, opCode, reply))
   }
-  const server: Server = createServer((socket) => {
+
+  const server = createServer((socket) => {
     sockets.add(socket)
     socket.on('close', () => sockets.delete(socket))
     socket.on('error', () => socket.destroy())
@@ -131,23 +188,24 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
     socket.on('data', (chunk) => {
       pending = Buffer.concat([pending, chunk])
       while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
-        const length = pending.readInt32LE(0)
-        void answer(socket, pending.subarray(0, length))
-        pending = pending.subarray(length)
+        const message = pending.subarray(0, pending.readInt32LE(0))
+        pending = pending.subarray(message.length)
+        void respond(socket, message)
       }
     })
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
-  const { port } = server.address() as { port: number }
+  const address = `127.0.0.1:${(server.address() as AddressInfo).port}`
   return {
-    uri: `mongodb://127.0.0.1:${port}/?directConnection=true`,
+    uri: `mongodb://${address}/?directConnection=true&serverSelectionTimeoutMS=2000`,
+    address,
     commands,
     received: (name) => commands.filter((command) => Object.keys(command)[0] === name),
+    killed,
     async stop() {
       for (const socket of sockets) socket.destroy()
-      server.close()
-      await once(server, 'close')
+      await new Promise((resolve) => server.close(resolve))
     },
   }
 }
