@@ -104,7 +104,10 @@ where
     T: 'static + Send + ToNapiValue,
     F: 'static + Send + Future<Output = Result<T>>,
 {
-    let future = traced(future);
+    // Boxed at once: the operation futures hold the driver's inline (several KiB), and each wrapper
+    // below and tokio's task cell would otherwise copy all of it on the JS thread (`memmove` from
+    // `spawn` was ~10 µs of a serial findOne's JS thread, perf with symbols).
+    let future = traced(Box::pin(future));
     let queue = completion_queue(env)?;
     let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
     check_status!(unsafe { sys::napi_create_promise(env.raw(), &mut deferred, &mut promise) })?;
