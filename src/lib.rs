@@ -10,6 +10,7 @@ mod database;
 mod deadline;
 mod error;
 mod events;
+mod format;
 mod handover;
 mod json;
 mod lazy;

@@ -1,0 +1,3 @@
+//! Batch formats: what a batch of raw BSON documents is turned into for JS.
+
+pub mod arrow;
