@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import type { Document } from 'bson'
+import type { Document, Long } from 'bson'
 import type * as ApacheArrow from 'apache-arrow'
 import { describe, type ResolvedBSONOptions } from '../bson.js'
 import {
@@ -158,7 +158,9 @@ export function findArrowCursor(
   tableBatches = false,
 ): ArrowCursor {
   const { query, fields, encoder, rowsPerBatch } = splitOptions(options, 'findArrow')
-  if (fields !== undefined && query.projection === undefined) query.projection = schemaProjection(fields)
+  // The caller's `projection` key wins, even undefined (a server that takes no projection).
+  if (fields !== undefined && !('projection' in query)) query.projection = schemaProjection(fields)
+  if (query.projection === undefined) delete query.projection
   const documents = new RawBatchFindCursor(source, filter, query)
   return new ArrowCursor(documents, encoder, rowsPerBatch, tableBatches ? TABLE_BATCH_BYTES : 0)
 }
@@ -218,6 +220,11 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     return { ...this.#mismatches }
   }
 
+  /** The server cursor's id once the first batch arrived (`Long(0)` once the server has no more). */
+  get id(): Long | undefined {
+    return this.#documents.id
+  }
+
   /** Rows read so far. */
   get rows(): number {
     return this.#rows
@@ -242,7 +249,7 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
    * @throws MongoArrowTypeMismatchError with `onTypeMismatch: 'error'`; the cursor is closed.
    */
   async next(): Promise<ApacheArrow.RecordBatch | null> {
-    const arrow = loadApacheArrow('ArrowCursor.next')
+    const arrow = await loadApacheArrow('ArrowCursor.next')
     const batch = await this.nextIpcBatch()
     return batch === null ? null : arrow.tableFromIPC(batch.ipc).batches[0]
   }
@@ -362,7 +369,7 @@ export async function readArrow(
     throw new MongoInvalidArgumentError(`${method}: as must be 'table' or 'ipc', got ${describe(as)}`)
   }
   // Before the query: a missing apache-arrow fails at once.
-  const arrow = as === 'ipc' ? undefined : loadApacheArrow(method)
+  const arrow = as === 'ipc' ? undefined : await loadApacheArrow(method)
   const cursor = open()
   const chunks = streamChunks(await readAll(cursor))
   if (arrow === undefined) return Buffer.concat(chunks)

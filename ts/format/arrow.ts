@@ -41,7 +41,8 @@ export interface ArrowSchemaSpec {
 export interface ArrowOptions {
   /**
    * The columns: a {@link ArrowSchemaSpec} or an apache-arrow `Schema`. It becomes the query's
-   * projection (its top-level fields; `_id` only when listed) unless `projection` is given. Without
+   * projection (its top-level fields; `_id` only when listed) unless the options hold a
+   * `projection` key (yours is sent; `projection: undefined` sends none). Without
    * one, the columns are inferred from the first batch as PyMongoArrow does: every field in order of
    * first appearance, typed by its first non-null value (documents as structs, arrays as lists); a
    * field only ever null there is a null column, and types no column holds (regex, code, ...) are left out.
@@ -134,34 +135,56 @@ function fromArrowField(field: ApacheArrow.Field, path: string): { name: string;
   return { name: field.name, type: fromArrowType(field, path) }
 }
 
+/**
+ * apache-arrow's `Type` ids (stable in the Arrow format), read from the type itself: the schema may
+ * come from either of apache-arrow's builds (CommonJS or ESM), whose classes differ.
+ */
+const ArrowTypeId = {
+  Int: 2,
+  Float: 3,
+  Binary: 4,
+  Utf8: 5,
+  Bool: 6,
+  Timestamp: 10,
+  List: 12,
+  Struct: 13,
+  FixedSizeBinary: 15,
+}
+const DOUBLE_PRECISION = 2
+const MILLISECOND = 1
+
 function fromArrowType(field: ApacheArrow.Field, path: string): NativeType {
-  const arrow = loadApacheArrow('an apache-arrow Schema')
-  const { DataType, Precision, TimeUnit } = arrow
-  const type = field.type
+  const type = field.type as ApacheArrow.DataType & Record<string, any>
   const extension = field.metadata?.get(EXTENSION_NAME)
-  if (DataType.isInt(type) && type.isSigned && (type.bitWidth === 32 || type.bitWidth === 64)) {
-    return type.bitWidth === 32 ? 'int32' : 'int64'
-  }
-  if (DataType.isFloat(type) && type.precision === Precision.DOUBLE) return 'double'
-  if (DataType.isBool(type)) return 'bool'
-  if (DataType.isUtf8(type)) return extension === OBJECT_ID_EXTENSION ? 'objectIdHex' : 'utf8'
-  if (
-    DataType.isTimestamp(type) &&
-    type.unit === TimeUnit.MILLISECOND &&
-    (type.timezone ?? 'UTC') === 'UTC'
-  ) {
-    return 'timestamp'
-  }
-  if (DataType.isFixedSizeBinary(type) && type.byteWidth === 12 && extension !== DECIMAL128_EXTENSION) {
-    return 'objectId'
-  }
-  if (DataType.isFixedSizeBinary(type) && type.byteWidth === 16 && extension !== OBJECT_ID_EXTENSION) {
-    return 'decimal128'
-  }
-  if (DataType.isBinary(type)) return 'binary'
-  if (DataType.isList(type)) return { list: fromArrowType(type.children[0], `${path}[]`) }
-  if (DataType.isStruct(type)) {
-    return { struct: type.children.map((child) => fromArrowField(child, `${path}.${child.name}`)) }
+  switch (type.typeId) {
+    case ArrowTypeId.Int:
+      if (type.isSigned && type.bitWidth === 32) return 'int32'
+      if (type.isSigned && type.bitWidth === 64) return 'int64'
+      break
+    case ArrowTypeId.Float:
+      if (type.precision === DOUBLE_PRECISION) return 'double'
+      break
+    case ArrowTypeId.Bool:
+      return 'bool'
+    case ArrowTypeId.Utf8:
+      return extension === OBJECT_ID_EXTENSION ? 'objectIdHex' : 'utf8'
+    case ArrowTypeId.Timestamp:
+      if (type.unit === MILLISECOND && (type.timezone ?? 'UTC') === 'UTC') return 'timestamp'
+      break
+    case ArrowTypeId.FixedSizeBinary:
+      if (type.byteWidth === 12 && extension !== DECIMAL128_EXTENSION) return 'objectId'
+      if (type.byteWidth === 16 && extension !== OBJECT_ID_EXTENSION) return 'decimal128'
+      break
+    case ArrowTypeId.Binary:
+      return 'binary'
+    case ArrowTypeId.List:
+      return { list: fromArrowType(type.children[0], `${path}[]`) }
+    case ArrowTypeId.Struct:
+      return {
+        struct: (type.children as ApacheArrow.Field[]).map((child) =>
+          fromArrowField(child, `${path}.${child.name}`),
+        ),
+      }
   }
   throw new MongoInvalidArgumentError(
     `Arrow schema: field '${path}' has type ${String(type)}, which rumongo does not build (int32, int64, float64, bool, utf8, timestamp[ms, UTC], fixed_size_binary[12 or 16], binary, list, struct)`,
@@ -188,16 +211,16 @@ export const TYPE_MISMATCHES_KEY = 'rumongo.typeMismatches'
 
 type ApacheArrowModule = typeof ApacheArrow
 
-let apacheArrow: ApacheArrowModule | undefined
-
 /**
- * The optional peer dependency `apache-arrow`, loaded on first use.
+ * The optional peer dependency `apache-arrow`, loaded on first use: the build the application
+ * loaded itself (CommonJS, when it `require`d it first), else the ESM build. apache-arrow checks
+ * classes with `instanceof`, so a Table must come from the same build as the application's.
  * @throws MongoMissingDependencyError (code `ERR_MISSING_DEPENDENCY`) when it is not installed.
  */
-export function loadApacheArrow(purpose: string): ApacheArrowModule {
-  if (apacheArrow) return apacheArrow
+export async function loadApacheArrow(purpose: string): Promise<ApacheArrowModule> {
+  let commonJsPath: string
   try {
-    apacheArrow = require('apache-arrow') as ApacheArrowModule
+    commonJsPath = require.resolve('apache-arrow')
   } catch (error) {
     if ((error as NodeJS.ErrnoException)?.code !== 'MODULE_NOT_FOUND') throw error
     throw new MongoMissingDependencyError(
@@ -205,7 +228,8 @@ export function loadApacheArrow(purpose: string): ApacheArrowModule {
       { dependencyName: 'apache-arrow', cause: error },
     )
   }
-  return apacheArrow
+  if (require.cache[commonJsPath]) return require(commonJsPath) as ApacheArrowModule
+  return (await import('apache-arrow')) as ApacheArrowModule
 }
 
 /** The 8 bytes that end an Arrow IPC stream (a continuation marker and a zero length). */
