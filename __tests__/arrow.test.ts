@@ -428,6 +428,76 @@ describe('streaming', () => {
   })
 })
 
+describe('streaming over the replay server', () => {
+  let served: ServedReplay
+  let client: MongoClient
+  beforeAll(async () => {
+    served = await serveDocuments({}, { docs: 100_000 })
+    client = await MongoClient.connect(served.uri)
+  })
+  afterAll(async () => {
+    await client?.close()
+    await served?.stop()
+  })
+
+  it('a slow reader holds back the getMores: a few server batches ahead, whatever the result size', async () => {
+    const getMores: number[] = []
+    const monitored = await MongoClient.connect(served.uri, { monitorCommands: true })
+    monitored.on('commandStarted', (event) => {
+      if (event.commandName === 'getMore') getMores.push(Date.now())
+    })
+    try {
+      const cursor = monitored
+        .db('bench')
+        .collection('wide45')
+        .findArrowCursor({}, { limit: 100_000, batchSize: 2000 })
+      let rows = 0
+      let batches = 0
+      let ipcBytes = 0
+      let mostAhead = 0
+      for (let batch; (batch = await cursor.nextIPC()) !== null;) {
+        batches++
+        ipcBytes += batch.length
+        rows += arrow.tableFromIPC(batch).numRows
+        await sleep(5) // a slow reader: fetching must wait for it
+        // Server batches fetched (the find's, then each getMore's) beyond those read.
+        mostAhead = Math.max(mostAhead, 1 + getMores.length - batches)
+      }
+      expect(rows).toBe(100_000)
+      expect(batches).toBeGreaterThanOrEqual(50)
+      expect(ipcBytes).toBeGreaterThan(50 * 1024 * 1024)
+      // The default prefetch (2) and the record batch built ahead: never the whole result.
+      expect(mostAhead).toBeLessThanOrEqual(4)
+    } finally {
+      await monitored.close()
+    }
+  })
+
+  it('pipeArrow into a destination that fails mid-stream rejects and kills the cursor', async () => {
+    let writes = 0
+    const destination = new Writable({
+      write(_chunk, _encoding, done) {
+        done(++writes === 3 ? new Error('the client went away') : undefined)
+      },
+    })
+    const commands: Document[] = []
+    const monitored = await MongoClient.connect(served.uri, { monitorCommands: true })
+    monitored.on('commandStarted', (event) => commands.push(event.command))
+    try {
+      await expect(
+        monitored
+          .db('bench')
+          .collection('wide45')
+          .pipeArrow({}, { limit: 100_000, batchSize: 1000, rowsPerBatch: 1000 }, destination),
+      ).rejects.toThrow('the client went away')
+      expect(destination.destroyed).toBe(true)
+      expect(await settled(async () => commands.some((command) => 'killCursors' in command), true)).toBe(true)
+    } finally {
+      await monitored.close()
+    }
+  })
+})
+
 describe('IPC bytes', () => {
   it("{ as: 'ipc' } is one IPC stream that apache-arrow and flechette read, equal to the table", async () => {
     const options = { sort: { n: 1 }, schema: { n: 'int32', price: 'double', label: 'utf8' } } as const

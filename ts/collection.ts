@@ -9,6 +9,7 @@ import { FindCursor } from './cursor/find_cursor.js'
 import { LazyFindCursor } from './cursor/lazy_cursor.js'
 import {
   aggregateArrowCursor,
+  ArrowCursor,
   findArrowCursor,
   pipeArrow,
   readArrow,
@@ -317,13 +318,23 @@ export class Collection<TSchema extends Document = Document> {
     filter: Filter<TSchema> | ObjectId = {},
     options: FindArrowOptions = {},
   ): Promise<ApacheArrow.Table | Buffer> {
-    const open = () => this.findArrowCursor(filter, options, true)
+    const open = () => this.#findArrowCursor(filter, options, true)
     return readArrow(open, options?.as, 'findArrow')
   }
 
   /** A cursor of Arrow record batches over the documents matching `filter`; see {@link ArrowCursor}. */
-  findArrowCursor(filter: Filter<TSchema> | ObjectId = {}, options: FindArrowOptions = {}, table = false) {
-    return findArrowCursor(this.#cursorSource(), checkFilter(filter), this.#inherit(options ?? {}), table)
+  findArrowCursor(filter: Filter<TSchema> | ObjectId = {}, options: FindArrowOptions = {}): ArrowCursor {
+    return this.#findArrowCursor(filter, options, false)
+  }
+
+  /** `tableBatches`: record batches of ~8 MiB of BSON (a Table, a pipe), else one per server batch. */
+  #findArrowCursor(filter: Filter<TSchema> | ObjectId, options: FindArrowOptions, tableBatches: boolean) {
+    return findArrowCursor(
+      this.#cursorSource(),
+      checkFilter(filter),
+      this.#inherit(options ?? {}),
+      tableBatches,
+    )
   }
 
   /** The results of `pipeline` as an Apache Arrow `Table`, or IPC bytes; see {@link findArrow}. */
@@ -339,17 +350,21 @@ export class Collection<TSchema extends Document = Document> {
     pipeline: readonly Document[] = [],
     options: AggregateArrowOptions = {},
   ): Promise<ApacheArrow.Table | Buffer> {
-    const open = () => this.aggregateArrowCursor(pipeline, options, true)
+    const open = () => this.#aggregateArrowCursor(pipeline, options, true)
     return readArrow(open, options?.as, 'aggregateArrow')
   }
 
   /** A cursor of Arrow record batches over the results of `pipeline`; see {@link ArrowCursor}. */
-  aggregateArrowCursor(
-    pipeline: readonly Document[] = [],
-    options: AggregateArrowOptions = {},
-    table = false,
+  aggregateArrowCursor(pipeline: readonly Document[] = [], options: AggregateArrowOptions = {}): ArrowCursor {
+    return this.#aggregateArrowCursor(pipeline, options, false)
+  }
+
+  #aggregateArrowCursor(
+    pipeline: readonly Document[],
+    options: AggregateArrowOptions,
+    tableBatches: boolean,
   ) {
-    return aggregateArrowCursor(this.#cursorSource(), pipeline, this.#inherit(options ?? {}), table)
+    return aggregateArrowCursor(this.#cursorSource(), pipeline, this.#inherit(options ?? {}), tableBatches)
   }
 
   /**
@@ -363,7 +378,7 @@ export class Collection<TSchema extends Document = Document> {
     options: FindArrowOptions,
     destination: NodeJS.WritableStream,
   ): Promise<PipeArrowResult> {
-    return pipeArrow(() => this.findArrowCursor(filter, options, true), destination)
+    return pipeArrow(() => this.#findArrowCursor(filter, options, true), destination)
   }
 
   /** Number of documents matching `filter` (exact, via an aggregation). */

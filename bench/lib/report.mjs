@@ -26,8 +26,8 @@ export function summarizeRuns(runs) {
   }
 }
 
-/** The official driver's paths: the reference of list workloads and of reduce workloads. */
-const OFFICIAL_PATHS = ['official', 'official-reduce']
+/** The official driver's paths: the reference of list, reduce and sum (Arrow) workloads. */
+const OFFICIAL_PATHS = ['official', 'official-reduce', 'official-arrow']
 
 /**
  * Adds `ratio` (official median / this median: 1.00x is the official driver, higher is faster) to

@@ -155,7 +155,7 @@ export function findArrowCursor(
   source: CursorSource,
   filter: Document,
   options: FindArrowOptions,
-  tableBatches = false,
+  tableBatches: boolean,
 ): ArrowCursor {
   const { query, fields, encoder, rowsPerBatch } = splitOptions(options, 'findArrow')
   // The caller's `projection` key wins, even undefined (a server that takes no projection).
@@ -170,7 +170,7 @@ export function aggregateArrowCursor(
   source: CursorSource,
   pipeline: readonly Document[],
   options: AggregateArrowOptions,
-  tableBatches = false,
+  tableBatches: boolean,
 ): ArrowCursor {
   const { query, fields, encoder, rowsPerBatch } = splitOptions(options, 'aggregateArrow')
   const stages =
@@ -279,7 +279,7 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     const counts: number[] = []
     let rows = 0
     let bytes = 0
-    while (!this.#enough(parts.length, rows, bytes)) {
+    for (;;) {
       let batch: DocumentBatch | null
       try {
         batch = await this.#documents.next()
@@ -292,6 +292,8 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
       counts.push(batch.count)
       rows += batch.count
       bytes += batch.documentBytes
+      // A large first reply arrives in parts (see DocumentBatch.replyPartsLeft): one server batch.
+      if (batch.replyPartsLeft === 0 && this.#enough(rows, bytes)) break
     }
     if (parts.length === 0) {
       await this.close()
@@ -300,8 +302,7 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     return this.#encode(parts, counts)
   }
 
-  #enough(parts: number, rows: number, bytes: number): boolean {
-    if (parts === 0) return false
+  #enough(rows: number, bytes: number): boolean {
     if (this.#rowsPerBatch !== undefined) return rows >= this.#rowsPerBatch
     return bytes >= this.#batchBytes
   }
