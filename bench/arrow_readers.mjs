@@ -61,7 +61,9 @@ const readers = {
   },
   flechette: {
     open: () => flechette.tableFromIPC(chunks, { useProxy: false }),
-    sum: (table, name) => sumValues(table.getChild(name).data),
+    // flechette's batches have no offset: their values start at 0.
+    sum: (table, name) =>
+      sumValues(table.getChild(name).data.map(({ values, length }) => ({ values, offset: 0, length }))),
     strings: (table, name) => {
       let length = 0
       for (const text of table.getChild(name)) length += text.length
