@@ -6,7 +6,16 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as arrow from 'apache-arrow'
 import { tableFromIPC as flechetteTableFromIPC } from '@uwdata/flechette'
-import { BSON, Decimal128, Double, Int32, Long, ObjectId, type Document } from 'mongodb'
+import {
+  BSON,
+  Decimal128,
+  Double,
+  Int32,
+  Long,
+  MongoClient as OfficialClient,
+  ObjectId,
+  type Document,
+} from 'mongodb'
 import {
   MongoArrowTypeMismatchError,
   MongoClient,
@@ -471,6 +480,33 @@ describe('streaming over the replay server', () => {
     } finally {
       await monitored.close()
     }
+  })
+
+  it('a large findArrow is built in parallel record batches, equal to the official documents', async () => {
+    const wide = client.db('bench').collection('wide45')
+    const table = await wide.findArrow({}, { limit: 20_000 })
+    expect(table.numRows).toBe(20_000)
+    // ~15 MB of BSON: record batches of ~2 MiB, built on every core.
+    expect(table.batches.length).toBeGreaterThan(4)
+    const official = await OfficialClient.connect(served.uri)
+    try {
+      const expected = await official
+        .db('bench')
+        .collection('wide45')
+        .find({}, { limit: 20_000, projection: { n: 1, s01: 1, d14: 1, _id: 0 } })
+        .toArray()
+      for (const name of ['n', 's01', 'd14']) {
+        expect([...table.getChild(name)!], name).toEqual(expected.map((document) => document[name]))
+      }
+    } finally {
+      await official.close()
+    }
+    // Mismatches counted over every record batch of the read.
+    const mismatched = await wide.findArrow(
+      {},
+      { limit: 20_000, schema: { s01: 'int32' }, projection: undefined },
+    )
+    expect(JSON.parse(mismatched.schema.metadata.get('rumongo.typeMismatches')!)).toEqual({ s01: 20_000 })
   })
 
   it('pipeArrow into a destination that fails mid-stream rejects and kills the cursor', async () => {

@@ -36,7 +36,7 @@ for (let n = 0; n < rows; n++) {
 const encoder = new NativeArrowEncoder({ objectIdHex: false, mismatchError: false })
 const batches = []
 for (let i = 0; i < parts.length; i++) {
-  const encoded = await encoder.encode([parts[i]], [counts[i]])
+  const encoded = await encoder.encode([parts[i]], [counts[i]], false)
   batches.push({ ipc: encoded.ipc, schemaBytes: encoded.schemaBytes, rows: encoded.rows })
 }
 const chunks = streamChunks(batches)

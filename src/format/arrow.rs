@@ -13,6 +13,7 @@ use napi::{
     Env,
 };
 use napi_derive::napi;
+use rayon::prelude::*;
 
 use self::{
     builder::{build_batch, OnMismatch},
@@ -53,15 +54,17 @@ pub struct ArrowMismatchCount {
     pub count: f64,
 }
 
-/// One batch as an Arrow IPC stream: its schema message, one record batch, end of stream.
+/// Encoded documents as an Arrow IPC stream: its schema message, record batches, end of stream.
 #[napi(object, object_from_js = false)]
 pub struct ArrowBatch {
     #[napi(ts_type = "Buffer")]
     pub ipc: Option<Bytes>,
-    /// Length of the schema message at the start of `ipc`: a stream of several batches is the
-    /// first one without its last 8 bytes (end of stream), then each next one's record batch.
+    /// Length of the schema message at the start of `ipc`: a stream of several encodes is the
+    /// first one without its last 8 bytes (end of stream), then each next one's record batches.
     pub schema_bytes: u32,
     pub rows: u32,
+    /// Record batches in `ipc`.
+    pub record_batches: u32,
     /// The schema's fields as JSON (`[{ name, type }]`).
     pub schema: String,
     pub mismatches: Vec<ArrowMismatchCount>,
@@ -102,15 +105,17 @@ impl NativeArrowEncoder {
         })
     }
 
-    /// Encodes raw cursor batches as one Arrow batch: `parts[i]` holds `counts[i]` BSON documents
-    /// back to back. The first non-empty batch of an encoder without a schema fixes its schema:
-    /// encode it before the others.
+    /// Encodes raw cursor batches as one Arrow IPC stream: `parts[i]` holds `counts[i]` BSON
+    /// documents back to back. One record batch, or with `split` one per `SPLIT_BYTES` of BSON,
+    /// built in parallel. The first non-empty batch of an encoder without a schema fixes its
+    /// schema: encode it before the others.
     #[napi(catch_unwind, ts_return_type = "Promise<ArrowBatch>")]
     pub fn encode<'env>(
         &self,
         env: &'env Env,
         parts: Vec<Buffer>,
         counts: Vec<u32>,
+        split: bool,
     ) -> napi::Result<PromiseRaw<'env, ArrowBatch>> {
         if parts.len() != counts.len() {
             return Err(Error::InvalidArgument("encode: one count per part".into()).into());
@@ -123,14 +128,14 @@ impl NativeArrowEncoder {
                 for (part, &count) in parts.iter().zip(&counts) {
                     split_documents(part, count as usize, &mut documents)?;
                 }
-                state.encode(&documents)
+                state.encode(&documents, split)
             }),
         )
     }
 }
 
 impl EncoderState {
-    fn encode(&self, documents: &[&RawDocument]) -> Result<ArrowBatch> {
+    fn encode(&self, documents: &[&RawDocument], split: bool) -> Result<ArrowBatch> {
         let inferred;
         let fields = match (self.fields.get(), documents.is_empty()) {
             (Some(fields), _) => fields,
@@ -144,32 +149,63 @@ impl EncoderState {
                 self.fields.get_or_init(|| fields)
             }
         };
-        let built = match build_batch(fields, documents.iter().copied(), self.on_mismatch)? {
-            Ok(built) => built,
-            Err(mismatch) => {
-                return Ok(ArrowBatch {
-                    ipc: None,
-                    schema_bytes: 0,
-                    rows: 0,
-                    schema: schema_json(fields).to_string(),
-                    mismatches: Vec::new(),
-                    type_mismatch: Some(ArrowTypeMismatch {
-                        path: mismatch.path,
-                        row: mismatch.row as u32,
-                        expected: mismatch.expected.to_owned(),
-                        found: mismatch.found.to_owned(),
-                    }),
-                })
-            }
+        let chunks = if split {
+            split_by_bytes(documents)
+        } else {
+            vec![documents]
         };
-        let (ipc, schema_bytes) = write_ipc(fields, &built.batch)?;
+        // Each chunk's first row, to report a mismatch's row in the whole encode.
+        let firsts: Vec<usize> = chunks
+            .iter()
+            .scan(0, |row, chunk| {
+                let first = *row;
+                *row += chunk.len();
+                Some(first)
+            })
+            .collect();
+        let built: Vec<_> = chunks
+            .par_iter()
+            .map(|chunk| build_batch(fields, chunk.iter().copied(), self.on_mismatch))
+            .collect();
+        let mut batches = Vec::with_capacity(built.len());
+        let mut mismatches: Vec<(String, u64)> = Vec::new();
+        for (built, first) in built.into_iter().zip(firsts) {
+            match built? {
+                Ok(built) => {
+                    for (path, count) in built.mismatches {
+                        match mismatches.iter_mut().find(|(known, _)| *known == path) {
+                            Some((_, total)) => *total += count,
+                            None => mismatches.push((path, count)),
+                        }
+                    }
+                    batches.push(built.batch);
+                }
+                Err(mismatch) => {
+                    return Ok(ArrowBatch {
+                        ipc: None,
+                        schema_bytes: 0,
+                        rows: 0,
+                        record_batches: 0,
+                        schema: schema_json(fields).to_string(),
+                        mismatches: Vec::new(),
+                        type_mismatch: Some(ArrowTypeMismatch {
+                            path: mismatch.path,
+                            row: (first + mismatch.row) as u32,
+                            expected: mismatch.expected.to_owned(),
+                            found: mismatch.found.to_owned(),
+                        }),
+                    })
+                }
+            }
+        }
+        let (ipc, schema_bytes) = write_ipc(fields, &batches)?;
         Ok(ArrowBatch {
             ipc: Some(ipc.into()),
             schema_bytes,
-            rows: built.batch.num_rows() as u32,
+            rows: documents.len() as u32,
+            record_batches: batches.len() as u32,
             schema: schema_json(fields).to_string(),
-            mismatches: built
-                .mismatches
+            mismatches: mismatches
                 .into_iter()
                 .map(|(path, count)| ArrowMismatchCount {
                     path,
@@ -181,20 +217,43 @@ impl EncoderState {
     }
 }
 
-/// The batch as an IPC stream, and the length of its schema message.
-fn write_ipc(fields: &[FieldSpec], batch: &arrow_array::RecordBatch) -> Result<(Vec<u8>, u32)> {
+/// BSON per record batch of a split encode: chunks small enough to build on every core, large
+/// enough that a batch's own cost (its IPC message, apache-arrow's objects) stays small.
+const SPLIT_BYTES: usize = 2 * 1024 * 1024;
+
+/// `documents` in chunks of about `SPLIT_BYTES` of BSON.
+fn split_by_bytes<'a, 'b>(documents: &'b [&'a RawDocument]) -> Vec<&'b [&'a RawDocument]> {
+    let mut chunks = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (index, document) in documents.iter().enumerate() {
+        bytes += document.as_bytes().len();
+        if bytes >= SPLIT_BYTES {
+            chunks.push(&documents[start..=index]);
+            (start, bytes) = (index + 1, 0);
+        }
+    }
+    if start < documents.len() || chunks.is_empty() {
+        chunks.push(&documents[start..]);
+    }
+    chunks
+}
+
+/// The batches as an IPC stream, and the length of its schema message.
+fn write_ipc(fields: &[FieldSpec], batches: &[arrow_array::RecordBatch]) -> Result<(Vec<u8>, u32)> {
     const FAILED: Error = Error::Internal("writing an Arrow IPC stream failed");
     let schema = arrow_schema(fields);
-    let body: usize = batch
-        .columns()
+    let body: usize = batches
         .iter()
+        .flat_map(|batch| batch.columns())
         .map(|column| column.get_buffer_memory_size())
         .sum();
     let mut ipc = Vec::with_capacity(body + 1024);
     let mut writer = StreamWriter::try_new(&mut ipc, &schema).map_err(|_| FAILED)?;
     writer.flush().map_err(|_| FAILED)?;
     let schema_bytes = writer.get_ref().len() as u32;
-    writer.write(batch).map_err(|_| FAILED)?;
+    for batch in batches {
+        writer.write(batch).map_err(|_| FAILED)?;
+    }
     writer.finish().map_err(|_| FAILED)?;
     drop(writer);
     Ok((ipc, schema_bytes))

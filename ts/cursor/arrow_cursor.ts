@@ -308,7 +308,9 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   }
 
   async #encode(parts: Buffer[], counts: number[]): Promise<IpcBatch> {
-    const encoded = await callNative(() => this.#encoder.encode(parts, counts))
+    // A Table or a pipe takes record batches of any count: large encodes are built in parallel.
+    const split = this.#batchBytes > 0
+    const encoded = await callNative(() => this.#encoder.encode(parts, counts, split))
     const mismatch = encoded.typeMismatch
     if (mismatch) {
       await this.close()
@@ -324,7 +326,12 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     if (encoded.rows > 0) this.#fields ??= JSON.parse(encoded.schema) as NativeFields
     this.#rows += encoded.rows
     this.#batches += 1
-    return { ipc: encoded.ipc!, schemaBytes: encoded.schemaBytes, rows: encoded.rows }
+    return {
+      ipc: encoded.ipc!,
+      schemaBytes: encoded.schemaBytes,
+      rows: encoded.rows,
+      recordBatches: encoded.recordBatches,
+    }
   }
 
   /** Kills the server cursor if still open. Idempotent. */
@@ -372,9 +379,10 @@ export async function readArrow(
   // Before the query: a missing apache-arrow fails at once.
   const arrow = as === 'ipc' ? undefined : await loadApacheArrow(method)
   const cursor = open()
-  const chunks = streamChunks(await readAll(cursor))
-  if (arrow === undefined) return Buffer.concat(chunks)
-  const table = arrow.tableFromIPC(chunks)
+  const batches = await readAll(cursor)
+  if (arrow === undefined) return Buffer.concat(streamChunks(batches))
+  // Each encode is a stream of its own: its record batches join one Table (no copy).
+  const table = new arrow.Table(batches.flatMap(({ ipc }) => arrow.tableFromIPC(ipc).batches))
   const mismatches = cursor.typeMismatches
   if (Object.keys(mismatches).length > 0)
     table.schema.metadata.set(TYPE_MISMATCHES_KEY, JSON.stringify(mismatches))
@@ -405,11 +413,11 @@ export async function pipeArrow(
     try {
       for (let batch = first; batch !== null; batch = await cursor.nextIpcBatch()) {
         const chunk = batch.ipc.subarray(
-          written.batches === 0 ? 0 : batch.schemaBytes,
+          batch === first ? 0 : batch.schemaBytes,
           batch.ipc.length - END_OF_STREAM.length,
         )
         written.rows += batch.rows
-        written.batches += 1
+        written.batches += batch.recordBatches
         written.bytes += chunk.length
         yield chunk
       }

@@ -235,12 +235,13 @@ export async function loadApacheArrow(purpose: string): Promise<ApacheArrowModul
 /** The 8 bytes that end an Arrow IPC stream (a continuation marker and a zero length). */
 export const END_OF_STREAM = Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0])
 
-/** One record batch from Rust: a whole IPC stream (schema, batch, end of stream). */
+/** Record batches from Rust: a whole IPC stream (schema, record batches, end of stream). */
 export interface IpcBatch {
   ipc: Buffer
   /** Length of the schema message at the start of `ipc`. */
   schemaBytes: number
   rows: number
+  recordBatches: number
 }
 
 /**
