@@ -304,9 +304,10 @@ fn push_fields(
     // Documents of one query mostly list their fields in the schema's order: look where the last
     // key matched first.
     let mut next = 0;
-    for element in document {
-        let (key, value) = element.map_err(|_| Stop::Malformed)?;
-        let key = key.as_str();
+    // Elements, not (key, value) pairs: a field without a column is skipped unparsed.
+    for element in document.iter_elements() {
+        let element = element.map_err(|_| Stop::Malformed)?;
+        let key = element.key().as_str();
         let index = match children.get(next) {
             Some((name, _)) if name == key => next,
             _ => match children.iter().position(|(name, _)| name == key) {
@@ -317,6 +318,7 @@ fn push_fields(
         next = index + 1;
         let child = &mut children[index].1;
         if child.len == row {
+            let value = element.value().map_err(|_| Stop::Malformed)?;
             child.push(Some(value), reading)?;
         }
     }
