@@ -243,6 +243,40 @@ describe('command monitoring', () => {
     expect(kill.command.cursors.map(String)).toEqual([String(found.reply.cursor.id)])
   })
 
+  it("commandSucceeded's reply is decoded when first read, and reads as the official event's", async () => {
+    const read = (c: AnyClient) =>
+      coll(c)
+        .find({}, { sort: { _id: 1 }, batchSize: 10 })
+        .toArray()
+    const expected = record<CommandSucceededEvent>(official, ['commandSucceeded'])
+    const actual = record<CommandSucceededEvent>(rumongo, ['commandSucceeded'])
+    await read(official)
+    await read(rumongo)
+    await until(() => actual.length >= 1)
+    stop(official)
+    stop(rumongo)
+    const [event, reference] = [actual[0]!, expected[0]!]
+    // Not decoded yet: an accessor stands where the official event has its data property.
+    expect(Object.keys(event)).toEqual(Object.keys(reference))
+    expect(typeof Object.getOwnPropertyDescriptor(event, 'reply')!.get).toBe('function')
+    // Every way a listener reads the event sees the official reply (cursor ids are 0: exhausted).
+    // (`serverConnectionId` is a bigint on both events: JSON needs a replacer for it.)
+    const json = (value: object) =>
+      JSON.parse(JSON.stringify(value, (_key, field) => (typeof field === 'bigint' ? String(field) : field)))
+    expect(json(event).reply).toEqual(json(reference).reply)
+    expect({ ...event }.reply).toEqual({ ...reference }.reply)
+    expect(event.reply.cursor.firstBatch).toEqual(reference.reply.cursor.firstBatch)
+    expect(event.reply.cursor.firstBatch).toHaveLength(DOCUMENT_COUNT)
+    // Decoded once, then a plain data property as on the official event; writable as there.
+    expect(event.reply).toBe(event.reply)
+    expect(Object.getOwnPropertyDescriptor(event, 'reply')).toEqual(
+      Object.getOwnPropertyDescriptor(reference, 'reply'),
+    )
+    expect(Object.keys(event)).toEqual(Object.keys(reference))
+    event.reply = { replaced: true }
+    expect(event.reply).toEqual({ replaced: true })
+  })
+
   it('a listener that throws does not fail the read; the error becomes a process warning', async () => {
     // The official driver emits synchronously inside the command, so its read rejects with the
     // listener's error; rumongo's events arrive after the command left, on the event loop.
