@@ -1,8 +1,8 @@
 // `npm run package`: the npm tarballs a release publishes, in packages/ (gitignored):
 // rumongo-<version>.tgz, the main package, whose optionalDependencies name every platform
-// package, and rumongo-<triple>-<version>.tgz for each platform this machine can build
-// (the Linux ones, through cargo-zigbuild; macOS and Windows are built by
-// .github/workflows/release.yml). `-- --only linux-x64-gnu,...` limits the platforms built;
+// package, and rumongo-<triple>-<version>.tgz for each platform this machine can build: on
+// Linux every Linux target (cross-built with cargo-zigbuild), on macOS both macOS targets, on
+// Windows win32-x64-msvc (.github/workflows/release.yml runs it on each). `-- --only linux-x64-gnu,...` limits the platforms built;
 // `-- --skip-build` packs the dist/ already built instead of running `npm run build` first.
 //
 // Cross builds need zig and cargo-zigbuild on PATH (`pip install ziglang cargo-zigbuild`) and the
@@ -21,14 +21,23 @@ const { platforms } = require('./platforms.cjs')
 const out = join(root, 'packages')
 const targetDir = join(root, 'target', 'package')
 const run = (command, args, options = {}) =>
-  execFileSync(command, args, { cwd: root, stdio: 'inherit', ...options })
+  // npm is npm.cmd on Windows, which only a shell runs.
+  execFileSync(command, args, {
+    cwd: root,
+    stdio: 'inherit',
+    shell: process.platform === 'win32',
+    ...options,
+  })
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'skip-build': { type: 'boolean' } } })
 const wanted = values.only?.split(',')
-const buildable = platforms.filter(
-  (p) => p.os === 'linux' && process.platform === 'linux' && (!wanted || wanted.includes(p.triple)),
-)
-
+// Linux hosts cross-build every Linux target with zig; macOS and Windows hosts build their own
+// platform's targets with cargo (as the release workflow's matrix does).
+const buildable = platforms.filter((p) => p.os === process.platform && (!wanted || wanted.includes(p.triple)))
+const crossBuild = process.platform === 'linux'
+const libraryFile = { linux: 'librumongo.so', darwin: 'librumongo.dylib', win32: 'rumongo.dll' }[
+  process.platform
+]
 const onPath = (command) => {
   try {
     execFileSync(command, ['--version'], { stdio: 'ignore' })
@@ -37,7 +46,7 @@ const onPath = (command) => {
     return false
   }
 }
-if (buildable.length > 0 && !onPath('cargo-zigbuild')) {
+if (crossBuild && buildable.length > 0 && !onPath('cargo-zigbuild')) {
   console.error('package: cargo-zigbuild is not on PATH: pip install ziglang cargo-zigbuild')
   process.exit(1)
 }
@@ -53,7 +62,7 @@ for (const platform of buildable) {
   const rustTarget = platform.rust.replace(/\.\d+\.\d+$/, '')
   if (!installed.split('\n').includes(rustTarget)) run('rustup', ['target', 'add', rustTarget])
   const started = Date.now()
-  run('cargo', ['zigbuild', '--release', '--lib', '--target', platform.rust], {
+  run('cargo', [crossBuild ? 'zigbuild' : 'build', '--release', '--lib', '--target', platform.rust], {
     env: {
       ...process.env,
       CARGO_TARGET_DIR: targetDir,
@@ -75,7 +84,7 @@ for (const platform of buildable) {
     )
   }
   copyFileSync(
-    join(targetDir, rustTarget, 'release', 'librumongo.so'),
+    join(targetDir, rustTarget, 'release', libraryFile),
     join(dir, `rumongo.${platform.triple}.node`),
   )
   copyFileSync(join(root, 'LICENSE'), join(dir, 'LICENSE'))

@@ -26,12 +26,14 @@ const { values } = parseArgs({
 })
 
 const libc = process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'
-const triple =
-  values.triple ?? `${process.platform}-${process.arch}${process.platform === 'linux' ? `-${libc}` : ''}`
+// The platform name the loader (scripts/native-loader.cjs) looks for.
+const suffix = { linux: `-${libc}`, win32: '-msvc' }[process.platform] ?? ''
+const triple = values.triple ?? `${process.platform}-${process.arch}${suffix}`
 const [, cpu, tripleLibc] = triple.split('-')
+// npm's --libc only applies to Linux (its names: glibc, musl).
 const npmPlatform = [
   `--cpu=${cpu}`,
-  ...(tripleLibc ? [`--libc=${tripleLibc === 'gnu' ? 'glibc' : tripleLibc}`] : []),
+  ...(triple.startsWith('linux-') ? [`--libc=${tripleLibc === 'gnu' ? 'glibc' : tripleLibc}`] : []),
 ]
 const tarballs = [`rumongo-${version}.tgz`, `rumongo-${triple}-${version}.tgz`].map((name) =>
   join(root, 'packages', name),
