@@ -24,8 +24,11 @@ interface Outcome {
   message?: string
 }
 
-/** Requires `file` in a Node whose process.platform/arch and glibc report are replaced. */
-function loadAs(file: string, fake?: { platform: string; arch: string; glibc: boolean }): Outcome {
+/** Requires `file` in a Node whose process.platform/arch and /usr/bin/ldd (libc) are replaced. */
+function loadAs(
+  file: string,
+  fake?: { platform: string; arch: string; glibc: boolean; noLdd?: boolean },
+): Outcome {
   const preload = join(scratch, 'fake-platform.cjs')
   writeFileSync(
     preload,
@@ -33,6 +36,13 @@ function loadAs(file: string, fake?: { platform: string; arch: string; glibc: bo
       ? ''
       : `Object.defineProperty(process, 'platform', { value: ${JSON.stringify(fake.platform)} })
 Object.defineProperty(process, 'arch', { value: ${JSON.stringify(fake.arch)} })
+const fs = require('node:fs')
+const readFileSync = fs.readFileSync
+fs.readFileSync = (file, ...rest) => {
+  if (file !== '/usr/bin/ldd') return readFileSync(file, ...rest)
+  if (${fake.noLdd === true}) throw Object.assign(new Error('ENOENT'), { code: 'ENOENT' })
+  return ${fake.glibc ? "'# glibc ldd'" : "'exec /lib/ld-musl-x86_64.so.1 --list'"}
+}
 const getReport = process.report.getReport.bind(process.report)
 process.report.getReport = () => {
   const report = getReport()
@@ -78,6 +88,9 @@ describe('native loader', () => {
     for (const fake of [
       { platform: 'linux', arch: 'x64', glibc: false, triple: 'linux-x64-musl' },
       { platform: 'linux', arch: 'arm64', glibc: true, triple: 'linux-arm64-gnu' },
+      // No /usr/bin/ldd (distroless images): Node's report tells glibc from musl.
+      { platform: 'linux', arch: 'arm64', glibc: false, noLdd: true, triple: 'linux-arm64-musl' },
+      { platform: 'linux', arch: 'arm64', glibc: true, noLdd: true, triple: 'linux-arm64-gnu' },
       { platform: 'darwin', arch: 'arm64', glibc: false, triple: 'darwin-arm64' },
       { platform: 'win32', arch: 'x64', glibc: false, triple: 'win32-x64-msvc' },
     ]) {
