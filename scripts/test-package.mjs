@@ -8,7 +8,15 @@
 // e.g. a script running an arm64 Node under qemu-user. Also checks that npm refuses to install
 // rumongo on a platform with no binary (npm itself run with process.platform faked).
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { delimiter, dirname, join } from 'node:path'
@@ -166,6 +174,17 @@ await client.close()
       console.log(`test:package: ${entry} on Node ${nodeVersion}: same documents as the official driver`)
     }
   }
+  // Every source map in the package points at a file the package ships.
+  const installedDir = join(project, 'node_modules', 'rumongo')
+  const maps = readdirSync(join(installedDir, 'dist'), { recursive: true }).filter((f) => f.endsWith('.map'))
+  for (const map of maps) {
+    const file = join(installedDir, 'dist', map)
+    for (const source of JSON.parse(readFileSync(file, 'utf8')).sources) {
+      if (!existsSync(join(dirname(file), source)))
+        throw new Error(`test:package: ${map} points at a missing ${source}`)
+    }
+  }
+  console.log(`test:package: the ${maps.length} source maps point at shipped sources`)
   const installedFrom = readFileSync(join(project, 'node_modules', 'rumongo', 'package.json'), 'utf8')
   if (!installedFrom.includes(`"rumongo-${triple}"`))
     throw new Error('test:package: optionalDependencies missing')
