@@ -1,7 +1,7 @@
 // Builds the addon (cargo through napi-rs), compiles ts/ to dist/ and writes the ESM entry.
 // Usage: node scripts/build.mjs [--debug]. Every step is incremental, so a no-op build is quick.
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -23,15 +23,17 @@ run(bin('napi'), [
   ...(release ? ['--release'] : []),
   '--output-dir',
   staging,
-  '--js',
-  'native.cjs',
+  // The loader is ours (scripts/native-loader.cjs): napi's would blame npm for a missing binary.
+  '--no-js',
   // napi resolves --dts against the output folder.
   '--dts',
   relative(staging, join(root, 'ts', 'native.d.cts')),
 ])
-for (const file of ['native.cjs', 'rumongo.linux-x64-gnu.node']) {
+for (const file of readdirSync(staging).filter((name) => name.endsWith('.node'))) {
   renameSync(join(staging, file), join(root, 'dist', file))
 }
+copyFileSync(join(root, 'scripts', 'native-loader.cjs'), join(root, 'dist', 'native.cjs'))
+copyFileSync(join(root, 'scripts', 'platforms.cjs'), join(root, 'dist', 'platforms.cjs'))
 run(bin('tsc'), ['-p', 'tsconfig.json'])
 // The WorkerPool's thread entry (dist/worker/), compiled against the dist/ just built: it loads
 // rumongo by package name, so the CommonJS and ESM entries share it.
