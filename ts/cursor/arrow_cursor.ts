@@ -64,6 +64,13 @@ export interface PipeArrowResult {
 /** BSON per record batch of `findArrow` / `pipeArrow`: few record batches, bounded memory. */
 const TABLE_BATCH_BYTES = 8 * 1024 * 1024
 
+/**
+ * Server batches fetched ahead by a Table or pipe read: one record batch's worth of learned
+ * ~512 KiB batches, so the next ones arrive while one is built (with the default 2, fetching
+ * stopped during each build).
+ */
+const TABLE_PREFETCH = 16
+
 const ARROW_OPTION_NAMES = ['schema', 'onTypeMismatch', 'objectId', 'rowsPerBatch', 'as'] as const
 
 /** Decode options that would shape JS documents: Arrow builds none. */
@@ -162,6 +169,7 @@ export function findArrowCursor(
   if (fields !== undefined && !('projection' in query)) query.projection = schemaProjection(fields)
   if (query.projection === undefined) delete query.projection
   const documents = new RawBatchFindCursor(source, filter, query)
+  if (tableBatches) documents.prefetch(TABLE_PREFETCH)
   return new ArrowCursor(documents, encoder, rowsPerBatch, tableBatches ? TABLE_BATCH_BYTES : 0)
 }
 
@@ -178,6 +186,7 @@ export function aggregateArrowCursor(
       ? [...pipeline, { $project: schemaProjection(fields) }]
       : pipeline
   const documents = new RawBatchAggregationCursor(source, stages, query)
+  if (tableBatches) documents.prefetch(TABLE_PREFETCH)
   return new ArrowCursor(documents, encoder, rowsPerBatch, tableBatches ? TABLE_BATCH_BYTES : 0)
 }
 
