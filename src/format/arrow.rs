@@ -165,7 +165,7 @@ impl EncoderState {
             .collect();
         let built: Vec<_> = chunks
             .par_iter()
-            .map(|chunk| build_batch(fields, chunk.iter().copied(), self.on_mismatch))
+            .map(|chunk| build_batch(fields, chunk, self.on_mismatch))
             .collect();
         let mut batches = Vec::with_capacity(built.len());
         let mut mismatches: Vec<(String, u64)> = Vec::new();

@@ -84,36 +84,44 @@ struct Reading {
 }
 
 impl Column {
-    fn new(kind: &Kind, path: String) -> Self {
+    /// A column for about `rows` values (sized up front: growing the buffers value by value
+    /// copied them several times over).
+    fn new(kind: &Kind, path: String, rows: usize) -> Self {
+        let offsets = || {
+            let mut offsets = Vec::with_capacity(rows + 1);
+            offsets.push(0);
+            offsets
+        };
         let values = match kind {
             Kind::Null => Values::Null,
-            Kind::Bool => Values::Bool(BooleanBufferBuilder::new(0)),
-            Kind::Int32 => Values::I32(Vec::new()),
-            Kind::Int64 | Kind::Timestamp => Values::I64(Vec::new()),
-            Kind::Double => Values::F64(Vec::new()),
+            Kind::Bool => Values::Bool(BooleanBufferBuilder::new(rows)),
+            Kind::Int32 => Values::I32(Vec::with_capacity(rows)),
+            Kind::Int64 | Kind::Timestamp => Values::I64(Vec::with_capacity(rows)),
+            Kind::Double => Values::F64(Vec::with_capacity(rows)),
             Kind::Utf8 | Kind::ObjectIdHex | Kind::Binary => Values::Bytes {
-                offsets: vec![0],
+                offsets: offsets(),
                 data: Vec::new(),
             },
             Kind::ObjectId => Values::Fixed {
                 width: 12,
-                data: Vec::new(),
+                data: Vec::with_capacity(rows * 12),
             },
             Kind::Decimal128 => Values::Fixed {
                 width: 16,
-                data: Vec::new(),
+                data: Vec::with_capacity(rows * 16),
             },
+            // A list's items are as many as they are: no guess.
             Kind::List(item) => Values::List {
-                offsets: vec![0],
-                item: Box::new(Column::new(item, format!("{path}[]"))),
+                offsets: offsets(),
+                item: Box::new(Column::new(item, format!("{path}[]"), 0)),
             },
-            Kind::Struct(fields) => Values::Struct(struct_children(fields, &path)),
+            Kind::Struct(fields) => Values::Struct(struct_children(fields, &path, rows)),
         };
         Column {
             kind: kind.clone(),
             path,
             values,
-            validity: NullBufferBuilder::new(0),
+            validity: NullBufferBuilder::new(rows),
             len: 0,
             mismatches: 0,
         }
@@ -279,7 +287,7 @@ impl Column {
     }
 }
 
-fn struct_children(fields: &[FieldSpec], path: &str) -> Vec<(String, Column)> {
+fn struct_children(fields: &[FieldSpec], path: &str, rows: usize) -> Vec<(String, Column)> {
     fields
         .iter()
         .map(|field| {
@@ -288,7 +296,7 @@ fn struct_children(fields: &[FieldSpec], path: &str) -> Vec<(String, Column)> {
             } else {
                 format!("{path}.{}", field.name)
             };
-            (field.name.clone(), Column::new(&field.kind, child_path))
+            (field.name.clone(), Column::new(&field.kind, child_path, rows))
         })
         .collect()
 }
@@ -337,12 +345,12 @@ pub struct BuiltBatch {
 }
 
 /// Builds a record batch of `fields` from `documents`.
-pub fn build_batch<'a>(
+pub fn build_batch(
     fields: &[FieldSpec],
-    documents: impl IntoIterator<Item = &'a RawDocument>,
+    documents: &[&RawDocument],
     on_mismatch: OnMismatch,
 ) -> Result<std::result::Result<BuiltBatch, TypeMismatch>> {
-    let mut columns = struct_children(fields, "");
+    let mut columns = struct_children(fields, "", documents.len());
     let mut reading = Reading { row: 0, on_mismatch };
     for document in documents {
         match push_fields(&mut columns, document, &reading) {
