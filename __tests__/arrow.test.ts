@@ -226,6 +226,48 @@ describe('findArrow: every type against the official driver', () => {
   })
 })
 
+describe('repeated keys (replay server)', () => {
+  it("a repeated key's last value wins, as in the official driver's documents", async () => {
+    // { n, v: 1, tags: ['a'], sub: { x: 1 }, v: 2, tags: ['b', 'c'], sub: { x: 2 } }, built by hand:
+    // js-bson never writes a key twice.
+    const element = (value: Document) => BSON.serialize(value).subarray(4, -1)
+    const repeated = (n: number) => {
+      const body = Buffer.concat([
+        element({ n }),
+        element({ v: new Int32(1) }),
+        element({ tags: ['a'] }),
+        element({ sub: { x: new Int32(1) } }),
+        element({ v: new Int32(2 + n) }),
+        element({ tags: ['b', 'c'] }),
+        element({ sub: { x: new Int32(2) } }),
+      ])
+      const document = Buffer.alloc(body.length + 5)
+      document.writeInt32LE(document.length, 0)
+      body.copy(document, 4)
+      return document
+    }
+    const served = await serveDocuments({ repeated: [repeated(0), repeated(1)] })
+    const client = await MongoClient.connect(served.uri)
+    const official = await OfficialClient.connect(served.uri)
+    try {
+      const expected = await official.db('bench').collection('repeated').find({}).toArray()
+      const table = await client
+        .db('bench')
+        .collection('repeated')
+        .findArrow({}, { schema: { v: 'int32', tags: ['utf8'], sub: { x: 'int32' } }, projection: undefined })
+      expect([...table.getChild('v')!]).toEqual(expected.map((document) => document.v))
+      expect([...table.getChild('tags')!].map((tags) => plain(tags))).toEqual(
+        expected.map((document) => document.tags),
+      )
+      expect(plain(table.getChild('sub')!.get(1))).toEqual(expected[1].sub)
+      expect(table.numRows).toBe(2)
+    } finally {
+      await Promise.all([client.close(), official.close()])
+      await served.stop()
+    }
+  })
+})
+
 describe('schema inference', () => {
   it('infers PyMongoArrow-style: fields in order of first appearance, typed by their first value', async () => {
     const table = await ours('typed').findArrow({}, { sort: { index: 1 } })

@@ -208,6 +208,29 @@ impl Column {
         Ok(())
     }
 
+    /// Drops the values after the first `len` (a repeated key's earlier value, see `push_fields`).
+    fn truncate(&mut self, len: usize) {
+        self.len = len;
+        self.validity.truncate(len);
+        match &mut self.values {
+            Values::Null => {}
+            Values::Bool(values) => values.truncate(len),
+            Values::I32(values) => values.truncate(len),
+            Values::I64(values) => values.truncate(len),
+            Values::F64(values) => values.truncate(len),
+            Values::Bytes { offsets, data } => {
+                offsets.truncate(len + 1);
+                data.truncate(offsets[len] as usize);
+            }
+            Values::Fixed { width, data } => data.truncate(len * *width),
+            Values::List { offsets, item } => {
+                offsets.truncate(len + 1);
+                item.truncate(offsets[len] as usize);
+            }
+            Values::Struct(children) => children.iter_mut().for_each(|(_, child)| child.truncate(len)),
+        }
+    }
+
     fn mismatch(&mut self, value: RawBsonRef, reading: &Reading) -> std::result::Result<(), Stop> {
         if reading.on_mismatch == OnMismatch::Error {
             return Err(Stop::Mismatch(TypeMismatch {
@@ -302,7 +325,7 @@ fn struct_children(fields: &[FieldSpec], path: &str, rows: usize) -> Vec<(String
 }
 
 /// Appends one document's fields to the columns of its struct: a missing field is null, a field
-/// without a column is skipped, and a repeated key keeps its first value.
+/// without a column is skipped, and a repeated key keeps its last value.
 fn push_fields(
     children: &mut [(String, Column)],
     document: &RawDocument,
@@ -325,10 +348,12 @@ fn push_fields(
         };
         next = index + 1;
         let child = &mut children[index].1;
-        if child.len == row {
-            let value = element.value().map_err(|_| Stop::Malformed)?;
-            child.push(Some(value), reading)?;
+        // A repeated key: its last value wins, as in js-bson's documents.
+        if child.len > row {
+            child.truncate(row);
         }
+        let value = element.value().map_err(|_| Stop::Malformed)?;
+        child.push(Some(value), reading)?;
     }
     for (_, child) in children.iter_mut() {
         if child.len == row {
