@@ -353,6 +353,21 @@ export interface Counters {
   delegatedWrites: number
 }
 
+/** A `failCommand` fail point as a fake server applies it: the reply for a command, if it fails it. */
+export function failCommand(failPoint: Document): (command: Document) => Document | 'close' | undefined {
+  const { configureFailPoint, mode, data } = failPoint
+  if (configureFailPoint !== 'failCommand' || typeof mode?.times !== 'number') {
+    throw new RunnerError(`fail point ${JSON.stringify(failPoint)} is not supported on the fake server`)
+  }
+  let times = mode.times as number
+  return (command) => {
+    if (times === 0 || !data.failCommands.includes(Object.keys(command)[0])) return undefined
+    times--
+    if (data.closeConnection) return 'close'
+    return { ok: 0, code: data.errorCode, errmsg: "Failing command via 'failCommand' failpoint" }
+  }
+}
+
 export class TestRun {
   private clients = new Map<string, ClientEntity>()
   private databases = new Map<string, { client: string; db: official.Db; writer: official.Db }>()
@@ -368,6 +383,8 @@ export class TestRun {
     private uri: string,
     private setup: official.MongoClient,
     private counters: Counters,
+    /** Arms a `failCommand` fail point on a fake server (instead of sending configureFailPoint). */
+    private setFailPoint?: (failPoint: Document) => void,
   ) {
     this.isOfficial = (driver as unknown) === official
   }
@@ -491,6 +508,7 @@ export class TestRun {
   private async perform({ name, object, arguments: args = {} }: Operation): Promise<unknown> {
     if (object === 'testRunner') {
       if (name !== 'failPoint') throw new RunnerError(`testRunner ${name} is not supported`)
+      if (this.setFailPoint) return this.setFailPoint(args.failPoint)
       // A separate official client sets it, as the format asks (not the client under test).
       const client = await new official.MongoClient(this.uri).connect()
       this.failPoints.push({ client, name: args.failPoint.configureFailPoint })

@@ -5,12 +5,14 @@
 // FerretDB) are still run by both and listed in the summary: there rumongo must fail exactly as the
 // official driver does.
 import { fileURLToPath } from 'node:url'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as official from 'mongodb'
 import * as rumongo from 'rumongo'
 import { uri } from '../setup/helpers.js'
+import { CLOSE_CONNECTION, startWireServer, type WireServer } from '../setup/wire_server.js'
 import {
   type Counters,
+  failCommand,
   type Driver,
   describeError,
   isReadTest,
@@ -53,10 +55,22 @@ const summary = {
 }
 const started = Date.now()
 
+interface Target {
+  uri: string
+  /** The official client that loads initialData and reads outcome on that server. */
+  setup: official.MongoClient
+  setFailPoint?: (failPoint: official.Document) => void
+}
+
 /** Why the test failed for this driver, or `undefined` when it passed. A RunnerError propagates. */
-async function outcome(driver: Driver, file: UnifiedFile, test: UnifiedTest) {
+async function outcome(
+  driver: Driver,
+  file: UnifiedFile,
+  test: UnifiedTest,
+  target: Target = { uri, setup },
+) {
   try {
-    await new TestRun(driver, uri, setup, counters).run(file, test)
+    await new TestRun(driver, target.uri, target.setup, counters, target.setFailPoint).run(file, test)
     return undefined
   } catch (error) {
     if (error instanceof RunnerError) throw error
@@ -81,6 +95,22 @@ afterAll(async () => {
   ]
   console.log(lines.join('\n'))
 })
+
+/** The suite's assertion for one test, given why each driver failed it (`undefined`: passed). */
+function judge(key: string, officialFailure?: string, rumongoFailure?: string) {
+  const known = RUMONGO_DIFFERENCES[key]
+  if (known) {
+    summary.differences.push(`${key}: ${known.reason} (${rumongoFailure})`)
+    expect(rumongoFailure, `${key} is in RUMONGO_DIFFERENCES: remove the entry`).toContain(known.failure)
+  } else if (!officialFailure) {
+    expect(rumongoFailure, 'rumongo fails where the official driver passes').toBeUndefined()
+  } else {
+    // Where the server makes the official driver fail, rumongo fails the same way (same
+    // error class, code and message; FerretDB prints pointers that differ between runs).
+    const stable = (failure?: string) => failure?.replace(/0x[0-9a-f]+/g, '0x…')
+    expect(stable(rumongoFailure), 'rumongo fails unlike the official driver').toBe(stable(officialFailure))
+  }
+}
 
 // Which tests run is decided before vitest collects them, so every `it` below is a test that runs.
 const plan: { name: string; file: UnifiedFile; tests: UnifiedTest[] }[] = []
@@ -109,22 +139,7 @@ for (const { name, file, tests } of plan) {
         if (officialFailure) {
           summary.officialFailures.push(`${key}: ${officialFailure} | rumongo: ${rumongoFailure ?? 'passes'}`)
         }
-        const known = RUMONGO_DIFFERENCES[key]
-        if (known) {
-          summary.differences.push(`${key}: ${known.reason} (${rumongoFailure})`)
-          expect(rumongoFailure, `${key} is in RUMONGO_DIFFERENCES: remove the entry`).toContain(
-            known.failure,
-          )
-        } else if (!officialFailure) {
-          expect(rumongoFailure, 'rumongo fails where the official driver passes').toBeUndefined()
-        } else {
-          // Where the server makes the official driver fail, rumongo fails the same way (same
-          // error class, code and message; FerretDB prints pointers that differ between runs).
-          const stable = (failure?: string) => failure?.replace(/0x[0-9a-f]+/g, '0x…')
-          expect(stable(rumongoFailure), 'rumongo fails unlike the official driver').toBe(
-            stable(officialFailure),
-          )
-        }
+        judge(key, officialFailure, rumongoFailure)
       })
     }
   })
@@ -180,4 +195,58 @@ describe('unified runner', () => {
     expect(await outcome(official, file, test)).toBeUndefined()
     expect(await outcome(skipless, file, test)).toMatch(/^find result \$\[0\]\._id/)
   })
+})
+
+// failCommand fail points, which the embedded FerretDB lacks (configureFailPoint), played by the fake
+// wire server standing for a mongod: a command error and a closed connection. Both drivers must pass.
+describe('fail points on a fake wire server', () => {
+  const withFailPoints = plan.flatMap(({ name, file, tests }) =>
+    file.tests
+      .filter((test) => test.operations.some((op) => op.name === 'failPoint') && isReadTest(test))
+      .map((test) => ({ name, file, test })),
+  )
+  let server: WireServer
+  let fails: ((command: official.Document) => official.Document | 'close' | undefined) | undefined
+  beforeAll(async () => {
+    server = await startWireServer({
+      answer(command) {
+        const failed = fails?.(command)
+        if (failed === 'close') return CLOSE_CONNECTION
+        return failed ?? (Object.keys(command)[0] === 'count' ? { n: 0, ok: 1 } : { ok: 1 })
+      },
+    })
+  })
+  afterAll(() => server?.stop())
+
+  async function failure(driver: Driver, file: UnifiedFile, test: UnifiedTest) {
+    fails = undefined
+    const fake = await official.MongoClient.connect(server.uri)
+    const setFailPoint = (failPoint: official.Document) => {
+      fails = failCommand(failPoint)
+    }
+    try {
+      return await outcome(driver, file, test, { uri: server.uri, setup: fake, setFailPoint })
+    } finally {
+      await fake.close()
+    }
+  }
+
+  it('covers the tests with fail points', () => {
+    expect(withFailPoints.map(({ test }) => test.description)).toEqual([
+      'estimatedDocumentCount errors correctly--command error',
+      'estimatedDocumentCount errors correctly--socket error',
+    ])
+  })
+
+  for (const { name, file, test } of withFailPoints) {
+    it(`${name}: ${test.description}`, async () => {
+      const officialFailure = await failure(official, file, test)
+      expect(officialFailure, 'the official driver on the fake server').toBeUndefined()
+      judge(
+        `fake server, ${name}: ${test.description}`,
+        officialFailure,
+        await failure(rumongo as unknown as Driver, file, test),
+      )
+    })
+  }
 })
