@@ -83,6 +83,7 @@ async function measureTarget(
       // only; the other workloads, the other paths.
       if (Boolean(path.reduces) !== Boolean(workload.reduce)) continue
       if (Boolean(path.sums) !== Boolean(workload.sumColumn)) continue
+      if (path.workloads && !path.workloads.includes(workload.id)) continue
       const row = {
         target: target.name,
         workload: workload.id,
