@@ -13,7 +13,8 @@ use crate::{
     handover::{Bytes, F64s, U32s},
     json::{self, JsonFormat},
     lazy,
-    tape::{cstring_end, document_length, Tape},
+    raw::{cstring_end, document_length, walk_elements},
+    tape::Tape,
 };
 
 /// What a cursor prepares from each server batch besides its raw BSON.
@@ -22,7 +23,7 @@ use crate::{
 pub enum BatchOutput {
     /// The tape, for the JS decoder (`ts/decode.ts`).
     Tape,
-    /// Nothing: the caller reads raw BSON (framing checked, see `lazy::walk_elements`).
+    /// Nothing: the caller reads raw BSON (framing checked, see `raw::walk_elements`).
     Raw,
     /// The field index of lazy documents (see `lazy.rs`).
     Lazy,
@@ -321,7 +322,7 @@ fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Document
     let mut bytes = Vec::with_capacity(documents.iter().map(|document| document.len()).sum());
     for document in documents {
         if matches!(output, BatchOutput::Raw) {
-            lazy::walk_elements(document, |_, _| {})?;
+            walk_elements(document, |_, _| {})?;
         }
         bytes.extend_from_slice(document);
     }

@@ -14,6 +14,7 @@ mod handover;
 mod json;
 mod lazy;
 mod options;
+mod raw;
 mod tape;
 mod task;
 

@@ -11,8 +11,10 @@
  */
 import { BSON, Double, Int32, Long, ObjectId, type Document } from 'bson'
 import {
+  int64Value,
   objectIdAt,
-  toDeserializeOptions,
+  toDecoderOptions,
+  type DecoderOptions,
   type DeserializeOptions,
   type ResolvedBSONOptions,
 } from './bson.js'
@@ -88,16 +90,9 @@ class TapeReader {
   }
 
   int64(): number | Long | bigint {
-    const slots = this.slots
     const at = this.position
-    this.position += 3
-    const low = slots[at + 1]!
-    const high = slots[at + 2]!
-    if (this.options.useBigInt64) return (BigInt(high) << 32n) + BigInt(low >>> 0)
-    const promoted = slots[at]!
-    // NaN marks a value outside +-2^53, which js-bson keeps as a Long.
-    if (this.options.promoteNumbers && promoted === promoted) return promoted
-    return Long.fromBits(low, high)
+    this.position += 2
+    return int64Value(this.slots[at]!, this.slots[at + 1]!, this.options)
   }
 
   document(): Document {
@@ -179,14 +174,6 @@ class TapeReader {
     this.position += 2
     return BSON.deserialize(this.extras.subarray(offset, offset + length), this.options.deserialize)
   }
-}
-
-interface DecoderOptions {
-  promoteValues: boolean
-  /** `promoteLongs && promoteValues`: when js-bson turns an int64 into a number. */
-  promoteNumbers: boolean
-  useBigInt64: boolean
-  deserialize: DeserializeOptions
 }
 
 /**
@@ -280,13 +267,8 @@ const EMPTY_DOCUMENT = new Uint8Array([5, 0, 0, 0, 0])
 
 /** A decoder with exactly the official driver's values and types for these options. */
 export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
-  const deserialize = toDeserializeOptions(options)
-  const decoderOptions: DecoderOptions = {
-    promoteValues: options.promoteValues,
-    promoteNumbers: options.promoteLongs && options.promoteValues,
-    useBigInt64: options.useBigInt64,
-    deserialize,
-  }
+  const decoderOptions = toDecoderOptions(options)
+  const { deserialize } = decoderOptions
   const variant = options.promoteValues ? 'v:' : 'w:'
   return {
     decodeBatch(batch) {

@@ -18,12 +18,13 @@
  * @module
  */
 import { inspect } from 'node:util'
-import { BSON, BSONError, Double, Int32, Long, type Document } from 'bson'
+import { BSON, BSONError, Double, Int32, type Document } from 'bson'
 import {
   describe,
+  int64Value,
   objectIdAt,
-  toDeserializeOptions,
-  type DeserializeOptions,
+  toDecoderOptions,
+  type DecoderOptions,
   type ResolvedBSONOptions,
 } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
@@ -41,13 +42,8 @@ export type LazyDocument<T = Document> = Readonly<T> & {
 }
 
 /** Decode options shared by all documents of one `findLazy` call. */
-interface LazyContext {
-  promoteValues: boolean
-  /** `promoteLongs && promoteValues`: when js-bson turns an int64 into a number. */
-  promoteNumbers: boolean
-  useBigInt64: boolean
+interface LazyContext extends DecoderOptions {
   validateUtf8: boolean
-  deserialize: DeserializeOptions
   /** Shapes by their keys joined with NUL. */
   shapes: Map<string, Shape>
 }
@@ -196,11 +192,8 @@ export function createLazyContext(options: ResolvedBSONOptions): LazyContext {
     throw new BSONError('Must either request bigint or Long for int64 deserialization')
   }
   return {
-    promoteValues: options.promoteValues,
-    promoteNumbers: options.promoteLongs && options.promoteValues,
-    useBigInt64: options.useBigInt64,
+    ...toDecoderOptions(options),
     validateUtf8: options.enableUtf8Validation,
-    deserialize: toDeserializeOptions(options),
     shapes: new Map(),
   }
 }
@@ -507,20 +500,8 @@ function decodeValue(
       const value = int32At(bytes, at)
       return context.promoteValues ? value : new Int32(value)
     }
-    case 0x12: {
-      if (context.useBigInt64) return bytes.readBigInt64LE(at)
-      const low = int32At(bytes, at)
-      const high = int32At(bytes, at + 4)
-      // Within +-2^53 (js-bson's bounds, inclusive): exact as a double.
-      if (
-        context.promoteNumbers &&
-        high >= -0x200000 &&
-        (high < 0x200000 || (high === 0x200000 && low === 0))
-      ) {
-        return high * 4294967296 + (low >>> 0)
-      }
-      return Long.fromBits(low, high)
-    }
+    case 0x12:
+      return int64Value(int32At(bytes, at), int32At(bytes, at + 4), context)
     default:
       return viaJsBson(bytes, context, typeAt, at)
   }
