@@ -13,10 +13,10 @@ use napi::{
 use napi_derive::napi;
 
 use crate::{
-    batch::BatchOutput,
     client::ClientState,
     cursor::{NativeCursor, OpenedCursor},
     error::{Error, Result},
+    format::BatchOutput,
     options::{document_from_bytes, OperationOptions},
     task::spawn,
 };

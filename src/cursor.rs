@@ -15,15 +15,13 @@ use napi_derive::napi;
 use tokio::sync::{watch, Mutex};
 
 use crate::{
-    batch::{
-        document_count, encode_batch, encode_reply_in_parts, is_last_reply, received, BatchOutput,
-        DocumentBatch, PendingBatch,
-    },
+    batch::{document_count, encode_batch, encode_reply_in_parts, is_last_reply, PendingBatch},
     client::ClientState,
     deadline::{CursorTimeout, Deadline, PoolGate},
     error::{Error, Result},
     events,
-    task::spawn,
+    format::{BatchOutput, DocumentBatch},
+    task::{received, spawn},
 };
 
 enum CursorState {

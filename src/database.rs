@@ -14,11 +14,11 @@ use napi::{
 use napi_derive::napi;
 
 use crate::{
-    batch::BatchOutput,
     client::ClientState,
     collection::{aggregate_options, pipeline_from_bytes},
     cursor::{NativeCursor, OpenedCursor},
     error::Result,
+    format::BatchOutput,
     options::OperationOptions,
     task::spawn,
 };

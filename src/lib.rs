@@ -10,12 +10,10 @@ mod database;
 mod deadline;
 mod error;
 mod events;
+mod format;
 mod handover;
-mod json;
-mod lazy;
 mod options;
 mod raw;
-mod tape;
 mod task;
 
 #[napi_derive::module_init]

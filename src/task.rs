@@ -20,8 +20,9 @@ use napi::{
 };
 use napi_derive::napi;
 
+use tokio::sync::oneshot;
+
 use crate::{
-    batch::on_rayon,
     error::{Error, Result},
     events::traced,
 };
@@ -187,3 +188,36 @@ pub fn install_runtime() {
 
 /// Worker threads of the I/O runtime (see `install_runtime`).
 const IO_WORKER_THREADS: usize = 1;
+
+// The rayon pool, where large batches are encoded (see `batch.rs`): a panic there must reach JS
+// as an error, never unwind through rayon.
+
+/// Runs `work` on the rayon pool; a panic in it becomes an internal error.
+pub async fn on_rayon<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    let (sender, receiver) = oneshot::channel();
+    send_from_rayon(sender, work);
+    received(receiver).await
+}
+
+/// Runs `work` on the rayon pool and sends its result (a panic: an internal error) to `sender`.
+pub fn send_from_rayon<T: Send + 'static>(
+    sender: oneshot::Sender<Result<T>>,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) {
+    rayon::spawn(move || {
+        let _ = sender.send(catching_panics(work));
+    });
+}
+
+/// The result of work started with `send_from_rayon`.
+pub async fn received<T>(receiver: oneshot::Receiver<Result<T>>) -> Result<T> {
+    receiver
+        .await
+        .unwrap_or(Err(Error::Internal("the batch decoder stopped")))
+}
+
+/// Runs `work`; a panic in it becomes an internal error.
+pub fn catching_panics<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(AssertUnwindSafe(work))
+        .unwrap_or(Err(Error::Internal("decoding a batch panicked")))
+}

@@ -176,7 +176,7 @@ impl Tape {
                 let low = i32::from_le_bytes(fixed(bytes, start)?);
                 let high = i32::from_le_bytes(fixed(bytes, start + 4)?);
                 // JS applies js-bson's int64 rule to the two halves (`int64Value`, `ts/bson.ts`).
-                self.slots.extend([low.into(), high.into()]);
+                self.slots.extend([f64::from(low), f64::from(high)]);
                 start + 8
             }
             DATE => {
