@@ -13,7 +13,7 @@ use napi::{
 use napi_derive::napi;
 
 use crate::{
-    client::ClientState,
+    client_state::ClientState,
     cursor::{NativeCursor, OpenedCursor},
     error::{Error, Result},
     format::BatchOutput,
@@ -97,7 +97,7 @@ impl NativeCollection {
                 cursor,
                 single_batch,
                 output,
-                &client,
+                (&client.cursors, &client.pool),
                 timeout.cursor(deadline),
                 limit,
             )
@@ -132,7 +132,15 @@ impl NativeCollection {
                     .await?)
             };
             let cursor = deadline.run(&client.pool, aggregate).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
+            NativeCursor::open(
+                cursor,
+                false,
+                output,
+                (&client.cursors, &client.pool),
+                timeout.cursor(deadline),
+                None,
+            )
+            .await
         })
     }
 

@@ -4,7 +4,7 @@ use std::{
     collections::VecDeque,
     sync::{
         atomic::{AtomicU64, Ordering},
-        Arc,
+        Arc, Weak,
     },
 };
 
@@ -16,7 +16,6 @@ use tokio::sync::{watch, Mutex};
 
 use crate::{
     batch::{document_count, encode_batch, encode_reply_in_parts, is_last_reply, PendingBatch},
-    client::ClientState,
     deadline::{CursorTimeout, Deadline, PoolGate},
     error::{Error, Result},
     events,
@@ -172,6 +171,44 @@ impl CursorSlot {
     }
 }
 
+/// The open cursors of one client, which its `close()` kills on the server (held weakly: a
+/// cursor JS dropped is gone from here too).
+#[derive(Default)]
+pub struct OpenCursors(std::sync::Mutex<Vec<Weak<CursorSlot>>>);
+
+impl OpenCursors {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<CursorSlot>>> {
+        // A panic while holding these short critical sections leaves the list valid.
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Remembers an open cursor so that `close()` can kill it on the server.
+    fn track(&self, slot: &Arc<CursorSlot>) {
+        let mut cursors = self.lock();
+        cursors.retain(|cursor| cursor.strong_count() > 0);
+        cursors.push(Arc::downgrade(slot));
+    }
+
+    /// How many are open on the server (not exhausted, failed or closed).
+    pub fn open_count(&self) -> u32 {
+        let mut cursors = self.lock();
+        cursors.retain(|cursor| cursor.strong_count() > 0);
+        cursors
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|slot| slot.is_open())
+            .count() as u32
+    }
+
+    /// Every cursor still alive, forgotten here (its client is closing).
+    pub fn take_all(&self) -> Vec<Arc<CursorSlot>> {
+        self.lock()
+            .drain(..)
+            .filter_map(|cursor| cursor.upgrade())
+            .collect()
+    }
+}
+
 /// What a find or aggregate resolves to: its first batch (the first part of the first reply,
 /// encoded) and, while the server has more, the cursor that reads the rest. A result of one batch
 /// (a `findOne`, a page of 20) comes without a cursor: creating the JS object of a native class,
@@ -204,12 +241,12 @@ impl NativeCursor {
         cursor: RawBatchCursor,
         single_batch: bool,
         output: BatchOutput,
-        client: &ClientState,
+        (cursors, pool): (&OpenCursors, &PoolGate),
         timeout: CursorTimeout,
         limit: Option<u64>,
     ) -> Result<OpenedCursor> {
         let slot = Arc::new(CursorSlot::new(cursor, limit));
-        client.track(&slot);
+        cursors.track(&slot);
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         // The first reply came with the find: reading it takes no connection.
         let first_batch = slot
@@ -224,7 +261,7 @@ impl NativeCursor {
                 single_batch,
                 output,
                 timeout,
-                pool: client.pool.clone(),
+                pool: pool.clone(),
             }),
         })
     }

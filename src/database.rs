@@ -14,7 +14,7 @@ use napi::{
 use napi_derive::napi;
 
 use crate::{
-    client::ClientState,
+    client_state::ClientState,
     collection::{aggregate_options, pipeline_from_bytes},
     cursor::{NativeCursor, OpenedCursor},
     error::Result,
@@ -102,7 +102,15 @@ impl NativeDatabase {
                     .await?)
             };
             let cursor = deadline.run(&client.pool, open).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
+            NativeCursor::open(
+                cursor,
+                false,
+                output,
+                (&client.cursors, &client.pool),
+                timeout.cursor(deadline),
+                None,
+            )
+            .await
         })
     }
 
@@ -129,7 +137,15 @@ impl NativeDatabase {
             let aggregate =
                 async move { Ok(database.aggregate(stages).with_options(aggregate).batch().await?) };
             let cursor = deadline.run(&client.pool, aggregate).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
+            NativeCursor::open(
+                cursor,
+                false,
+                output,
+                (&client.cursors, &client.pool),
+                timeout.cursor(deadline),
+                None,
+            )
+            .await
         })
     }
 }

@@ -3,6 +3,7 @@
 
 mod batch;
 mod client;
+mod client_state;
 mod collection;
 mod connect;
 mod cursor;
