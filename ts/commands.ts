@@ -5,7 +5,7 @@
  */
 import type { Document } from 'bson'
 import { describe, resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
-import { createDecoder } from './decode.js'
+import { createDecoder } from './format/index.js'
 import { AbstractCursor, type CursorSource } from './cursor/abstract_cursor.js'
 import { callNative, MongoInvalidArgumentError } from './errors.js'
 import type { NativeDatabase } from './native.cjs'

@@ -73,7 +73,7 @@ export type { JsonFormat, JsonOptions, PipeJsonResult } from './json.js'
 export { AbstractCursor } from './cursor/abstract_cursor.js'
 export { FindCursor } from './cursor/find_cursor.js'
 export { AggregationCursor } from './cursor/aggregation_cursor.js'
-export { isLazyDocument, materialize, type LazyDocument } from './lazy.js'
+export { isLazyDocument, materialize, type LazyDocument } from './format/lazy.js'
 export {
   firstDifference,
   shadow,

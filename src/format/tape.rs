@@ -1,7 +1,7 @@
 //! The tape: a server batch pre-decoded off the JS thread into numbers and string areas, so that
 //! JavaScript builds each document with one generated object literal per document shape.
 //!
-//! Layout (read by `ts/decode.ts`, keep both in step):
+//! Layout (read by `ts/format/tape.ts`; the tags are `TapeTags`):
 //! - `slots` (f64): per document its shape id then its field values, in field order. Per type:
 //!   double, int32, date (ms), bool (0/1): 1 slot; string: 2 slots `[start, end]` in the Latin-1
 //!   text (start >= 0; strings whose characters all fit in one byte: JS makes one-byte strings of
@@ -23,6 +23,8 @@
 
 use std::collections::HashMap;
 
+use napi_derive::napi;
+
 use crate::raw::{
     cstring_end, document_length, fixed, value_length, Malformed, Parsed, ARRAY, BOOLEAN, DATE, DOCUMENT,
     DOUBLE, INT32, INT64, MAX_DEPTH, NULL, OBJECT_ID, STRING,
@@ -30,6 +32,41 @@ use crate::raw::{
 
 /// Type tag of a value decoded by js-bson from `extras`.
 pub const FALLBACK: u8 = 0xF0;
+
+/// The tape's type tags (a shape's `t`, an array element's tag): the BSON type byte of each type
+/// the tape carries, and `FALLBACK`. `ts/format/tape.ts` inlines them as literals (a `const enum`,
+/// which its decode loops need); `__tests__/decode.test.ts` checks its copy against this one.
+#[napi(object, object_from_js = false)]
+pub struct TapeTags {
+    pub double: u8,
+    pub string: u8,
+    pub document: u8,
+    pub array: u8,
+    pub object_id: u8,
+    pub boolean: u8,
+    pub date: u8,
+    pub null: u8,
+    pub int32: u8,
+    pub int64: u8,
+    pub fallback: u8,
+}
+
+#[napi(catch_unwind)]
+pub fn tape_tags() -> TapeTags {
+    TapeTags {
+        double: DOUBLE,
+        string: STRING,
+        document: DOCUMENT,
+        array: ARRAY,
+        object_id: OBJECT_ID,
+        boolean: BOOLEAN,
+        date: DATE,
+        null: NULL,
+        int32: INT32,
+        int64: INT64,
+        fallback: FALLBACK,
+    }
+}
 
 /// A batch on the tape.
 pub struct Tape {

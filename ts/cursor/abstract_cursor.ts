@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream'
 import { Long, type Document } from 'bson'
 import { describe, type ResolvedBSONOptions } from '../bson.js'
-import { createDecoder } from '../decode.js'
+import { DOCUMENTS, type BatchFormat } from '../format/index.js'
 import {
   callNative,
   MongoCursorExhaustedError,
@@ -14,7 +14,7 @@ import {
   MongoInvalidArgumentError,
 } from '../errors.js'
 import {
-  BatchOutput,
+  type BatchOutput,
   type DocumentBatch,
   type NativeCollection,
   type NativeCursor,
@@ -47,9 +47,6 @@ type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'failed' | 'closed
  */
 const DEFAULT_PREFETCH = 2
 
-/** Turns one native batch into the items a cursor yields. */
-export type BatchDecode = (batch: DocumentBatch) => unknown[]
-
 /**
  * A cursor over query results. Lazy: nothing is sent until the first read.
  * Also a thenable, so `await collection.find(filter)` resolves to the array of all documents.
@@ -58,9 +55,11 @@ export abstract class AbstractCursor<TSchema = Document>
   implements AsyncIterable<TSchema>, PromiseLike<TSchema[]>
 {
   readonly #source: CursorSource
+  /** What each server batch is prepared as, and how it becomes this cursor's items. */
+  readonly #format: BatchFormat
   #state: CursorState = 'new'
   #native: NativeCursor | null = null
-  #decode: BatchDecode | null = null
+  #decode: ((batch: DocumentBatch) => unknown[]) | null = null
   #buffer: unknown[] = []
   #position = 0
   #fetching: Promise<boolean> | null = null
@@ -87,8 +86,9 @@ export abstract class AbstractCursor<TSchema = Document>
   /** The kill of the server cursor after a failure found in JS, which `close()` waits for. */
   #killing: Promise<void> | undefined = undefined
 
-  protected constructor(source: CursorSource) {
+  protected constructor(source: CursorSource, format: BatchFormat = DOCUMENTS) {
     this.#source = source
+    this.#format = format
   }
 
   /** The database and collection this cursor reads (`String(namespace)`: `db.collection`). */
@@ -144,15 +144,14 @@ export abstract class AbstractCursor<TSchema = Document>
     sizeKey?: string
   }>
 
-  /** What the native cursor prepares from each batch: the tape, or raw BSON when asked for. */
-  protected batchOutput(bsonOptions: ResolvedBSONOptions): BatchOutput {
-    return bsonOptions.raw ? BatchOutput.Raw : BatchOutput.Tape
+  /** The batch format this cursor reads (documents, lazy documents, JSON). */
+  protected get format(): BatchFormat {
+    return this.#format
   }
 
-  /** How a batch becomes the cursor's items: documents as the official driver decodes them. */
-  protected batchDecode(bsonOptions: ResolvedBSONOptions): BatchDecode {
-    const decoder = createDecoder(bsonOptions)
-    return (batch) => decoder.decodeBatch(batch)
+  /** What the native cursor prepares from each batch, as the cursor's format says. */
+  protected batchOutput(bsonOptions: ResolvedBSONOptions): BatchOutput {
+    return this.#format.output(bsonOptions)
   }
 
   /**
@@ -402,7 +401,7 @@ export abstract class AbstractCursor<TSchema = Document>
         this.#native = opened.cursor ?? null
         this.#serverHasMore = this.#native !== null
         firstBatch = opened.firstBatch
-        this.#decode = this.batchDecode(bsonOptions)
+        this.#decode = this.#format.decoder(bsonOptions)
         this.#sizeKey = sizeKey
       } catch (error) {
         this.#fail(error)

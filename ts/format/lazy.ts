@@ -5,7 +5,7 @@
  * - The target of every Proxy is a small `LazyTarget` (batch bytes, offset, decode context, shape,
  *   element offsets, values read); one handler object serves all documents.
  * - Top-level documents come indexed: Rust lists every element's offset and numbers each batch's
- *   shapes (`src/lazy.rs`), so reading a field is a map lookup and an array read, and a document
+ *   shapes (`src/format/lazy.rs`), so reading a field is a map lookup and an array read, and a document
  *   costs no JS memory of its own until a field is read.
  * - Embedded documents are indexed on first access with one walk over their element headers.
  *   Documents of the same shape (same keys in the same order) share one key -> position map: the
@@ -26,9 +26,10 @@ import {
   toDecoderOptions,
   type DecoderOptions,
   type ResolvedBSONOptions,
-} from './bson.js'
-import { MongoInvalidArgumentError } from './errors.js'
-import type { DocumentBatch } from './native.cjs'
+} from '../bson.js'
+import { MongoInvalidArgumentError } from '../errors.js'
+import { BatchOutput, type DocumentBatch } from '../native.cjs'
+import type { BatchFormat } from './index.js'
 
 /**
  * A read-only lazy view of a document of type `T`: reads like `T` (fields, spread, `Object.keys`,
@@ -225,6 +226,16 @@ export function lazyBatchDecoder(options: ResolvedBSONOptions): (batch: Document
     }
     return documents
   }
+}
+
+/**
+ * The lazy format (`findLazy`, `findCursor(..., { lazy: true })`): batches come with Rust's field
+ * index and turn into lazy documents. Built from the batch bytes whatever `raw` says.
+ * @internal
+ */
+export const LAZY: BatchFormat = {
+  output: () => BatchOutput.Lazy,
+  decoder: lazyBatchDecoder,
 }
 
 /**
