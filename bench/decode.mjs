@@ -111,7 +111,9 @@ function decoders() {
   const { createDecoder } = require('../dist/format/index.js')
   const { DEFAULT_BSON_OPTIONS } = require('../dist/bson.js')
   if (typeof encodeTestBatch !== 'function')
-    throw new Error('dist/native.cjs has no encodeTestBatch: rebuild (npm run build)')
+    throw new Error(
+      'dist/native.cjs has no encodeTestBatch: rebuild with the test hooks (npm run build:test)',
+    )
   const decoder = createDecoder(DEFAULT_BSON_OPTIONS)
   return [
     {

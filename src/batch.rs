@@ -4,8 +4,6 @@ use std::{collections::VecDeque, ops::Range, sync::Arc};
 
 use bson::RawArray;
 use mongodb::raw_batch_cursor::RawBatch;
-use napi::bindgen_prelude::Buffer;
-use napi_derive::napi;
 use tokio::sync::oneshot;
 
 use crate::{
@@ -167,7 +165,7 @@ pub fn document_count(batch: &RawBatch) -> Result<usize> {
 /// iterator also checks every key and builds every value, ~6% of the JSON transcoder's time on a
 /// large batch. Each document is checked as the crate checks it (a length of at least 5 within
 /// the array, a zero last byte); its contents are the decoders' business.
-fn array_documents(array: &RawArray) -> Result<Vec<&[u8]>> {
+pub fn array_documents(array: &RawArray) -> Result<Vec<&[u8]>> {
     const MALFORMED: Error = Error::MalformedBson("a cursor batch's framing is broken");
     const NOT_A_DOCUMENT: Error =
         Error::InvalidResponse("a cursor batch holds a value that is not a document");
@@ -186,13 +184,4 @@ fn array_documents(array: &RawArray) -> Result<Vec<&[u8]>> {
         documents.push(&bytes[start..start + length]);
         position = start + length;
     }
-}
-
-/// Encodes the batch in a BSON document `{ batch: [doc, ...] }` the way a server reply's
-/// `firstBatch` is encoded: lets tests and benchmarks feed any bytes through the same path.
-#[napi(catch_unwind)]
-pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<DocumentBatch> {
-    let reply = bson::RawDocument::from_bytes(reply.as_ref()).map_err(Error::from)?;
-    let documents = array_documents(reply.get_array("batch").map_err(Error::from)?)?;
-    Ok(encode_documents(&documents, output)?)
 }

@@ -16,6 +16,8 @@ mod handover;
 mod options;
 mod raw;
 mod task;
+#[cfg(feature = "test-hooks")]
+mod test_hooks;
 
 #[napi_derive::module_init]
 fn init() {

@@ -18,8 +18,6 @@ use napi::{
     threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode},
     Env, JsError, Status,
 };
-use napi_derive::napi;
-
 use tokio::sync::oneshot;
 
 use crate::{
@@ -147,22 +145,6 @@ fn settle<T: ToNapiValue>(env: &Env, deferred: Deferred, result: Result<T>) {
             }
         };
     }
-}
-
-/// Test-only: panics in the place `place` names (`"sync"`: the exported function itself,
-/// `"async"`: a spawned future, `"decoder"`: a rayon decode task), which must reach JS as an error.
-#[napi(catch_unwind, ts_return_type = "Promise<void>")]
-pub fn test_panic(env: &Env, place: String) -> napi::Result<PromiseRaw<'_, ()>> {
-    match place.as_str() {
-        "sync" => panic_now("sync").map_err(napi::Error::from),
-        "async" => spawn(env, async { panic_now("async") }),
-        "decoder" => spawn(env, on_rayon(|| panic_now("decoder"))),
-        _ => Err(Error::InvalidArgument(format!("testPanic: unknown place '{place}'")).into()),
-    }
-}
-
-fn panic_now<T>(place: &str) -> Result<T> {
-    panic!("rumongo test panic ({place})")
 }
 
 /// The tokio runtime every native operation runs on, installed before the first one.

@@ -1,4 +1,5 @@
 // Starts the embedded dev server for the test run unless MONGODB_URI points at a server already.
+import { createRequire } from 'node:module'
 import type { TestProject } from 'vitest/node'
 // @ts-expect-error: a plain ESM script without types
 import { startDevdb } from '../../scripts/devdb.mjs'
@@ -10,6 +11,11 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
+  // Tests call native hooks the published build leaves out (src/test_hooks.rs).
+  const native = createRequire(import.meta.url)('../../dist/native.cjs')
+  if (typeof native.testPanic !== 'function') {
+    throw new Error('dist/ was built without the test hooks: run `npm run build:test` (or `npm test`)')
+  }
   if (process.env.MONGODB_URI) {
     project.provide('mongodbUri', process.env.MONGODB_URI)
     return
