@@ -133,7 +133,7 @@ export interface DistinctOptions extends ReadOperationOptions {
   collation?: CollationOptions
 }
 
-type OptionKind =
+export type OptionKind =
   | 'integer'
   | 'boolean'
   | 'document'
@@ -145,9 +145,18 @@ type OptionKind =
   | 'timeoutMode'
   | 'explain'
 
-interface OperationSpec {
+/**
+ * One operation's options, declared once: each option's kind (its type and validation, see
+ * `normalizeOption`) and where it goes. Every option in `options` is sent to Rust, which takes
+ * exactly these keys and rejects any other (src/options.rs `finish`), except those in `local`,
+ * which the TypeScript layer acts on itself. `__tests__/option_schema.test.ts` checks the two
+ * sides agree.
+ */
+export interface OperationSpec {
   name: string
   options: Readonly<Record<string, OptionKind>>
+  /** Options acted on here and never sent to Rust (`explain`: the cursor runs an explain command). */
+  local?: readonly string[]
   /** Official driver options rumongo does not implement: rejected, never silently ignored. */
   unsupported: readonly string[]
 }
@@ -185,6 +194,7 @@ export const FIND: OperationSpec = {
     timeoutMode: 'timeoutMode',
     explain: 'explain',
   },
+  local: ['explain'],
   unsupported: [...NOT_ON_READ_PATH, 'tailable', 'awaitData', 'maxAwaitTimeMS', 'oplogReplay'],
 }
 
@@ -201,6 +211,7 @@ export const AGGREGATE: OperationSpec = {
     timeoutMode: 'timeoutMode',
     explain: 'explain',
   },
+  local: ['explain'],
   unsupported: [...NOT_ON_READ_PATH, 'bypassDocumentValidation', 'writeConcern', 'out'],
 }
 
