@@ -4,10 +4,13 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use mongodb::raw_batch_cursor::RawBatchCursor;
+
 use crate::{
-    cursor::OpenCursors,
-    deadline::{ClientTimeouts, PoolGate},
+    cursor::{NativeCursor, OpenCursors, OpenedCursor},
+    deadline::{ClientTimeouts, CursorTimeout, PoolGate},
     error::{Error, Result},
+    format::BatchOutput,
 };
 
 /// State shared by a client and every database, collection and cursor made from it.
@@ -34,6 +37,20 @@ impl ClientState {
     /// Takes the driver client for `close()`: `None` once it ran.
     pub fn take_client(&self) -> Option<mongodb::Client> {
         lock(&self.client).take()
+    }
+
+    /// Wraps a cursor a find or aggregate of this client just opened (see `NativeCursor::open`),
+    /// registered so that `close()` kills it.
+    pub async fn open_cursor(
+        &self,
+        cursor: RawBatchCursor,
+        single_batch: bool,
+        output: BatchOutput,
+        timeout: CursorTimeout,
+        limit: Option<u64>,
+    ) -> Result<OpenedCursor> {
+        let registry = (&self.cursors, &self.pool);
+        NativeCursor::open(cursor, single_batch, output, registry, timeout, limit).await
     }
 
     pub fn new(client: mongodb::Client, timeouts: ClientTimeouts, pool: PoolGate) -> Self {

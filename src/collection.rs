@@ -14,7 +14,7 @@ use napi_derive::napi;
 
 use crate::{
     client_state::ClientState,
-    cursor::{NativeCursor, OpenedCursor},
+    cursor::OpenedCursor,
     error::{Error, Result},
     format::BatchOutput,
     options::{document_from_bytes, OperationOptions},
@@ -93,15 +93,9 @@ impl NativeCollection {
         spawn(env, async move {
             let find = async move { Ok(collection.find(filter).with_options(find).batch().await?) };
             let cursor = deadline.run(&client.pool, find).await?;
-            NativeCursor::open(
-                cursor,
-                single_batch,
-                output,
-                (&client.cursors, &client.pool),
-                timeout.cursor(deadline),
-                limit,
-            )
-            .await
+            client
+                .open_cursor(cursor, single_batch, output, timeout.cursor(deadline), limit)
+                .await
         })
     }
 
@@ -132,15 +126,9 @@ impl NativeCollection {
                     .await?)
             };
             let cursor = deadline.run(&client.pool, aggregate).await?;
-            NativeCursor::open(
-                cursor,
-                false,
-                output,
-                (&client.cursors, &client.pool),
-                timeout.cursor(deadline),
-                None,
-            )
-            .await
+            client
+                .open_cursor(cursor, false, output, timeout.cursor(deadline), None)
+                .await
         })
     }
 
