@@ -100,17 +100,10 @@ export {
   type WorkerPoolCloseOptions,
   type WorkerPoolOptions,
 } from './worker_pool.js'
-export {
-  Model,
-  ModelQuery,
-  type ModelFields,
-  type ModelFindOptions,
-  type ModelOptions,
-  type ModelPromise,
-  type MongooseModelLike,
-  type SanitizeFilterOptions,
-  type Selection,
-} from './model.js'
+export { Model, type ModelOptions, type SanitizeFilterOptions } from './model/model.js'
+export { ModelQuery, type ModelFindOptions, type ModelPromise } from './model/query.js'
+export type { ModelFields, Selection } from './model/selection.js'
+export type { MongooseModelLike } from './model/mongoose.js'
 export type {
   AggregateOptions,
   CollationOptions,
