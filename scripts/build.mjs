@@ -38,9 +38,6 @@ for (const file of ['native.cjs', 'rumongo.linux-x64-gnu.node']) {
   renameSync(join(staging, file), join(root, 'dist', file))
 }
 run(bin('tsc'), ['-p', 'tsconfig.json'])
-// The WorkerPool's thread entry (dist/worker/), compiled against the dist/ just built: it loads
-// rumongo by package name, so the CommonJS and ESM entries share it.
-run(bin('tsc'), ['-p', join('worker', 'tsconfig.json')])
 // dist/*.d.ts import the addon's types from './native.cjs'.
 copyFileSync(join(root, 'ts', 'native.d.cts'), join(root, 'dist', 'native.d.cts'))
 

@@ -4,6 +4,7 @@
  */
 import { BSON, Long, ObjectId, type Document } from 'bson'
 import { MongoInvalidArgumentError } from './errors.js'
+import { describe } from './validate.js'
 
 /** How documents are turned into BSON for the server (filters, pipelines, options). */
 export interface BSONSerializeOptions {
@@ -93,30 +94,6 @@ export function toBSON(document: Document, options: BSONSerializeOptions): Buffe
     serializeFunctions: options.serializeFunctions ?? false,
   })
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-}
-
-/**
- * A short description of a value for error messages: `undefined`, `null`, `a string ("abc")`,
- * `a number (NaN)`, `an array`, `an object (Date)`, `a function (run)`. A string is quoted (so an
- * empty or blank one shows) and cut to 40 characters.
- */
-export function describe(value: unknown): string {
-  if (value === undefined || value === null) return String(value)
-  if (Array.isArray(value)) return 'an array'
-  switch (typeof value) {
-    case 'object':
-      return `an object (${value.constructor?.name ?? 'null prototype'})`
-    case 'string':
-      return `a string (${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value)})`
-    case 'function':
-      return `a function (${value.name || 'anonymous'})`
-    case 'bigint':
-      return `a bigint (${value}n)`
-    case 'symbol':
-      return `a symbol (${value.description ?? ''})`
-    default:
-      return `a ${typeof value} (${String(value)})`
-  }
 }
 
 /** js-bson's deserialize options. */

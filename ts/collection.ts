@@ -3,7 +3,7 @@
  * @module
  */
 import type { Document, ObjectId } from 'bson'
-import { describe, resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
+import { resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { AggregationCursor } from './cursor/aggregation_cursor.js'
 import { FindCursor } from './cursor/find_cursor.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
@@ -21,7 +21,6 @@ import {
 } from './inherit.js'
 import type { ReadConcern, ReadPreference } from './read_preference.js'
 import {
-  checkFilter,
   COUNT,
   COUNT_DOCUMENTS,
   DISTINCT,
@@ -36,6 +35,7 @@ import {
   type Hint,
   type ReadOperationOptions,
 } from './options.js'
+import { checkFilter, describe } from './validate.js'
 
 /** `T` with its `_id`: the declared type, or ObjectId when `T` declares none. */
 export type WithId<TSchema> = Omit<TSchema, '_id'> & {

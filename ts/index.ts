@@ -99,7 +99,7 @@ export {
   type ReduceFunction,
   type WorkerPoolCloseOptions,
   type WorkerPoolOptions,
-} from './worker_pool.js'
+} from './pool/pool.js'
 export { Model, type ModelOptions, type SanitizeFilterOptions } from './model/model.js'
 export { ModelQuery, type ModelFindOptions, type ModelPromise } from './model/query.js'
 export type { ModelFields, Selection } from './model/selection.js'

@@ -6,7 +6,7 @@
  */
 import type { Writable } from 'node:stream'
 import type { Document } from 'bson'
-import { DEFAULT_BSON_OPTIONS, describe } from './bson.js'
+import { DEFAULT_BSON_OPTIONS } from './bson.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { FindCursor } from './cursor/find_cursor.js'
 import { MongoInvalidArgumentError, MongoOperationTimeoutError } from './errors.js'
@@ -14,6 +14,7 @@ import { jsonFormat, type JsonChunk, type JsonFormat } from './format/json.js'
 import type { FindOptions } from './options.js'
 
 export type { JsonFormat } from './format/json.js'
+import { describe } from './validate.js'
 
 /** Options of `findJson` / `pipeJson`: those of `find`, plus the output format. */
 export interface JsonOptions extends FindOptions {

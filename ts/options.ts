@@ -4,14 +4,9 @@
  * @module
  */
 import type { Document } from 'bson'
-import {
-  describe,
-  isBSONOptionName,
-  resolveBSONOptions,
-  type BSONOptions,
-  type ResolvedBSONOptions,
-} from './bson.js'
+import { isBSONOptionName, resolveBSONOptions, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
+import { describe, isPlainObject } from './validate.js'
 
 /** One sort direction, as the official driver accepts it. */
 export type SortDirection = 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending' | { $meta: string }
@@ -307,28 +302,6 @@ function normalizeOption(operation: string, key: string, kind: OptionKind, value
         ? value
         : fail('a boolean, a verbosity or { verbosity, maxTimeMS }')
   }
-}
-
-/** A filter must be a plain object; an ObjectId means `{ _id: id }` (as in the official driver). */
-export function checkFilter(filter: unknown): Document {
-  if (isPlainObject(filter)) return filter
-  if (typeof filter === 'object' && filter !== null && (filter as Document)._bsontype === 'ObjectId') {
-    return { _id: filter }
-  }
-  throw new MongoInvalidArgumentError(
-    `Query filter must be a plain object or ObjectId, got ${describe(filter)}`,
-  )
-}
-
-/** True for `{...}` objects (any prototype but arrays, Maps and BSON values). */
-export function isPlainObject(value: unknown): value is Document {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    !(value instanceof Map) &&
-    !('_bsontype' in value)
-  )
 }
 
 function sortDirection(value: unknown): 1 | -1 | { $meta: string } {

@@ -5,7 +5,7 @@
  */
 import { Readable } from 'node:stream'
 import { Long, type Document } from 'bson'
-import { describe, type ResolvedBSONOptions } from '../bson.js'
+import type { ResolvedBSONOptions } from '../bson.js'
 import { DOCUMENTS, type BatchFormat } from '../format/index.js'
 import {
   callNative,
@@ -23,6 +23,7 @@ import {
 } from '../native.cjs'
 import { MongoDBNamespace } from '../namespace.js'
 import { learnDocumentSize } from './batch_size.js'
+import { checkFunction, describe } from '../validate.js'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
 export interface CursorSource {
@@ -527,12 +528,6 @@ export abstract class AbstractCursor<TSchema = Document>
     throw new MongoCursorExhaustedError(`Cursor is exhausted: an earlier read failed (${reason})`, {
       cause: this.#failure,
     })
-  }
-}
-
-function checkFunction(method: string, value: unknown): void {
-  if (typeof value !== 'function') {
-    throw new MongoInvalidArgumentError(`${method} expects a function, got ${describe(value)}`)
   }
 }
 

@@ -4,11 +4,10 @@
  * @module
  */
 import type { Document } from 'bson'
-import { describe, toBSON } from '../bson.js'
+import { toBSON } from '../bson.js'
 import { callNative, MongoInvalidArgumentError } from '../errors.js'
 import {
   AGGREGATE,
-  isPlainObject,
   normalizeOperationOption,
   resolveOperationOptions,
   type AggregateOptions,
@@ -18,6 +17,7 @@ import { aggregateCommand, runExplain, type ExplainCommandOptions } from '../exp
 import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
 import { withDefaultBatchSize } from './batch_size.js'
+import { describe, isPlainObject } from '../validate.js'
 
 const WRITE_STAGES = ['$out', '$merge']
 

@@ -6,7 +6,6 @@ import type { Document } from 'bson'
 import { toBSON } from '../bson.js'
 import { callNative } from '../errors.js'
 import {
-  checkFilter,
   FIND,
   normalizeOperationOption,
   resolveOperationOptions,
@@ -21,6 +20,7 @@ import { findCommand, runExplain, type ExplainCommandOptions } from '../explain.
 import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
 import { findSizeKey, withDefaultBatchSize } from './batch_size.js'
+import { checkFilter } from '../validate.js'
 
 /** A cursor over the results of a `find`. Set options with the builder methods before reading. */
 export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {

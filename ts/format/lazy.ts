@@ -20,7 +20,6 @@
 import { inspect } from 'node:util'
 import { BSON, BSONError, Double, Int32, type Document } from 'bson'
 import {
-  describe,
   int64Value,
   objectIdAt,
   toDecoderOptions,
@@ -30,6 +29,7 @@ import {
 import { MongoInvalidArgumentError } from '../errors.js'
 import { BatchOutput, type DocumentBatch } from '../native.cjs'
 import type { BatchFormat } from './index.js'
+import { describe } from '../validate.js'
 
 /**
  * A read-only lazy view of a document of type `T`: reads like `T` (fields, spread, `Object.keys`,

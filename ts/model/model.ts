@@ -6,12 +6,10 @@
  * @module
  */
 import type { Document } from 'bson'
-import { describe } from '../bson.js'
 import type { Collection, WithId } from '../collection.js'
 import { MongoInvalidArgumentError, MongoNotConnectedError } from '../errors.js'
 import type { MongoClient } from '../mongo_client.js'
 import {
-  isPlainObject,
   type CountDocumentsOptions,
   type DistinctOptions,
   type EstimatedDocumentCountOptions,
@@ -40,6 +38,7 @@ import {
   type ModelPromise,
   type QueryContext,
 } from './query.js'
+import { describe, isPlainObject } from '../validate.js'
 
 /** Options of `Model.define`. */
 export interface ModelOptions {

@@ -3,12 +3,12 @@
  * @module
  */
 import { ObjectId, type Document } from 'bson'
-import { describe } from '../bson.js'
 import type { Collection } from '../collection.js'
 import type { FindCursor } from '../cursor/find_cursor.js'
 import { MongoInvalidArgumentError } from '../errors.js'
-import { isPlainObject, type FindOptions, type Hint, type Sort } from '../options.js'
+import { type FindOptions, type Hint, type Sort } from '../options.js'
 import { applySelection, toProjection, type FieldSet, type Selection } from './selection.js'
+import { describe, isPlainObject } from '../validate.js'
 
 /** Options of `Model.find` and `Model.findOne`: the driver's find options, with a Mongoose-style projection. */
 export interface ModelFindOptions extends Omit<FindOptions, 'projection' | 'sort'> {

@@ -4,8 +4,8 @@
  */
 import type { Document } from 'bson'
 import { MongoInvalidArgumentError } from '../errors.js'
-import { isPlainObject } from '../options.js'
 import { defineField } from './query.js'
+import { isPlainObject } from '../validate.js'
 
 /** Operators that run code or arbitrary expressions on the server. */
 export const UNSAFE_OPERATORS = new Set(['$where', '$function', '$accumulator', '$expr'])

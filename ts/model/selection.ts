@@ -4,9 +4,10 @@
  * @module
  */
 import type { Document } from 'bson'
-import { describe, isBSONOptionName } from '../bson.js'
+import { isBSONOptionName } from '../bson.js'
 import { MongoInvalidArgumentError } from '../errors.js'
-import { FIND, isPlainObject } from '../options.js'
+import { FIND } from '../options.js'
+import { describe, isPlainObject } from '../validate.js'
 
 /**
  * A field selection, in any of Mongoose's `select` forms: `'name age'` (inclusion), `'-age'`
