@@ -42,7 +42,11 @@ pub enum BatchOutput {
 
 /// One server batch: its documents' BSON back to back and what `BatchOutput` asked for: the same
 /// documents on a tape (unless the batch holds something only js-bson decides on, see `tape.rs`),
-/// or as JSON text.
+/// as JSON text, or with the lazy index.
+// Flat, each format's fields optional, rather than a napi structured enum (a `payload` object per
+// format): that would create and fill a second JS object for every batch, and a small read (a
+// `findOne`) is one batch, on the per-query path the JS thread pays for. Which fields are set
+// follows from the `BatchOutput` the cursor asked for, which its format's decoder knows.
 #[napi(object, object_from_js = false)]
 pub struct DocumentBatch {
     /// The documents' BSON back to back; with a JSON output, only those in `json_deferred`; with a
