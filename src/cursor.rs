@@ -43,8 +43,9 @@ struct Reads {
     left: Option<u64>,
 }
 
-/// The part of a cursor its client can reach to close it.
-pub struct CursorSlot {
+/// A cursor's state shared by its JS handle (`NativeCursor`), its reads in flight and its client's
+/// registry (`OpenCursors`), through which the client closes it.
+pub struct SharedCursor {
     reads: Mutex<Reads>,
     /// Reads take a ticket when JS asks (JS order) and fetch in ticket order: several can be in
     /// flight, so one batch is encoded while the next getMore runs, and none is served out of order.
@@ -53,7 +54,7 @@ pub struct CursorSlot {
 }
 
 /// A read's turn to fetch; ending it (dropped on any path) lets the next ticket fetch.
-struct Turn<'a>(&'a CursorSlot);
+struct Turn<'a>(&'a SharedCursor);
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
@@ -61,7 +62,7 @@ impl Drop for Turn<'_> {
     }
 }
 
-impl CursorSlot {
+impl SharedCursor {
     fn new(cursor: RawBatchCursor, limit: Option<u64>) -> Self {
         Self {
             reads: Mutex::new(Reads {
@@ -174,16 +175,16 @@ impl CursorSlot {
 /// The open cursors of one client, which its `close()` kills on the server (held weakly: a
 /// cursor JS dropped is gone from here too).
 #[derive(Default)]
-pub struct OpenCursors(std::sync::Mutex<Vec<Weak<CursorSlot>>>);
+pub struct OpenCursors(std::sync::Mutex<Vec<Weak<SharedCursor>>>);
 
 impl OpenCursors {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<CursorSlot>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<SharedCursor>>> {
         // A panic while holding these short critical sections leaves the list valid.
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Remembers an open cursor so that `close()` can kill it on the server.
-    fn track(&self, slot: &Arc<CursorSlot>) {
+    fn track(&self, slot: &Arc<SharedCursor>) {
         let mut cursors = self.lock();
         cursors.retain(|cursor| cursor.strong_count() > 0);
         cursors.push(Arc::downgrade(slot));
@@ -201,7 +202,7 @@ impl OpenCursors {
     }
 
     /// Every cursor still alive, forgotten here (its client is closing).
-    pub fn take_all(&self) -> Vec<Arc<CursorSlot>> {
+    pub fn take_all(&self) -> Vec<Arc<SharedCursor>> {
         self.lock()
             .drain(..)
             .filter_map(|cursor| cursor.upgrade())
@@ -222,7 +223,7 @@ pub struct OpenedCursor {
 /// An open find or aggregate cursor, past its first batch.
 #[napi]
 pub struct NativeCursor {
-    slot: Arc<CursorSlot>,
+    slot: Arc<SharedCursor>,
     /// `singleBatch` without a limit: the crate has no such option, so stop after one batch.
     single_batch: bool,
     /// What each batch is prepared as for JS.
@@ -245,7 +246,7 @@ impl NativeCursor {
         timeout: CursorTimeout,
         limit: Option<u64>,
     ) -> Result<OpenedCursor> {
-        let slot = Arc::new(CursorSlot::new(cursor, limit));
+        let slot = Arc::new(SharedCursor::new(cursor, limit));
         cursors.track(&slot);
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         // The first reply came with the find: reading it takes no connection.
