@@ -133,6 +133,100 @@ describe('readPreference and readConcern', () => {
   })
 })
 
+describe("a cursor's readPreference and readConcern", () => {
+  const CURSORS: [string, string, (collection: any, options: object) => any][] = [
+    ['find', 'find', (collection, options) => collection.find({}, options)],
+    ['aggregate', 'aggregate', (collection, options) => collection.aggregate([], options)],
+  ]
+
+  it.each(CURSORS)(
+    '%s: the getters give the effective values, as the official driver',
+    (_, _command, open) => {
+      const url = `${server.uri}&readPreference=secondaryPreferred&readConcernLevel=local`
+      const view = (driver: Driver) => {
+        const client = new driver.MongoClient(url)
+        const collection = client.db('app', { readPreference: 'nearest' } as never).collection('items')
+        const own = open(collection, {
+          readPreference: 'primaryPreferred',
+          readConcern: { level: 'majority' },
+        })
+        const inherited = open(collection, {})
+        const plain = open(new driver.MongoClient(server.uri).db('x').collection('y'), {})
+        return [own, inherited, plain].flatMap((cursor) => [
+          cursor.readPreference?.constructor.name,
+          cursor.readPreference?.toJSON(),
+          cursor.readConcern?.constructor.name,
+          cursor.readConcern?.toJSON(),
+        ])
+      }
+      expect(view(rumongo as unknown as Driver)).toEqual(view(official))
+    },
+  )
+
+  it.each(CURSORS)(
+    '%s: withReadPreference / withReadConcern set what is sent, as the official driver',
+    async (_, command, open) => {
+      const send = async (driver: Driver) => {
+        const client = await driver.MongoClient.connect(server.uri)
+        try {
+          const cursor = open(client.db('app').collection('items'), {})
+          expect(cursor.withReadPreference(new driver.ReadPreference('secondary'))).toBe(cursor)
+          expect(cursor.withReadConcern({ level: 'available' })).toBe(cursor)
+          const getters = [cursor.readPreference.toJSON(), cursor.readConcern.toJSON()]
+          cursor.withReadPreference('nearest').withReadConcern('majority')
+          getters.push(cursor.readPreference.toJSON(), cursor.readConcern.toJSON())
+          server.commands.length = 0
+          await cursor.toArray()
+          const [received] = server.received(command)
+          return { getters, readConcern: received?.readConcern, $readPreference: received?.$readPreference }
+        } finally {
+          await client.close()
+        }
+      }
+      const [expected, actual] = [await send(official), await send(rumongo as unknown as Driver)]
+      expect(actual).toEqual(expected)
+      expect(actual.$readPreference).toEqual({ mode: 'nearest' })
+    },
+  )
+
+  it.each(CURSORS)(
+    '%s: refused after the first read and for a bad value, as the official driver',
+    async (_, _command, open) => {
+      const errors = async (driver: Driver) => {
+        const client = await driver.MongoClient.connect(server.uri)
+        const caught = (run: () => unknown) => {
+          try {
+            run()
+          } catch (error) {
+            return [(error as Error).constructor.name, (error as Error).message]
+          }
+          return null
+        }
+        try {
+          const cursor = open(client.db('app').collection('items'), {})
+          const bad = [
+            caught(() => cursor.withReadPreference({ mode: 'secondary' })),
+            caught(() => cursor.withReadPreference(42)),
+            caught(() => cursor.withReadPreference('sometimes')),
+          ]
+          await cursor.next()
+          const started = [
+            caught(() => cursor.withReadPreference('secondary')),
+            caught(() => cursor.withReadConcern('majority')),
+          ]
+          await cursor.close()
+          return { bad, started }
+        } finally {
+          await client.close()
+        }
+      }
+      const [expected, actual] = [await errors(official), await errors(rumongo as unknown as Driver)]
+      expect(actual).toEqual(expected)
+      expect(actual.started[0]![0]).toBe('MongoCursorInUseError')
+    },
+  )
+})
+
 describe('timeoutMS', () => {
   let slow: WireServer
   beforeAll(async () => {

@@ -11,11 +11,14 @@ import {
   CommandStartedEvent,
   CommandSucceededEvent,
   MongoClient,
+  MongoNetworkTimeoutError,
+  MongoOperationTimeoutError,
   MongoParseError,
   MongoServerError,
   WorkerPool,
 } from 'rumongo'
 import { firstDifference, uniqueDbName, uri } from './setup/helpers.js'
+import { startWireServer, type WireServer } from './setup/wire_server.js'
 
 const DOCUMENT_COUNT = 5
 let dbName: string
@@ -243,6 +246,40 @@ describe('command monitoring', () => {
     expect(kill.command.cursors.map(String)).toEqual([String(found.reply.cursor.id)])
   })
 
+  it("commandSucceeded's reply is decoded when first read, and reads as the official event's", async () => {
+    const read = (c: AnyClient) =>
+      coll(c)
+        .find({}, { sort: { _id: 1 }, batchSize: 10 })
+        .toArray()
+    const expected = record<CommandSucceededEvent>(official, ['commandSucceeded'])
+    const actual = record<CommandSucceededEvent>(rumongo, ['commandSucceeded'])
+    await read(official)
+    await read(rumongo)
+    await until(() => actual.length >= 1)
+    stop(official)
+    stop(rumongo)
+    const [event, reference] = [actual[0]!, expected[0]!]
+    // Not decoded yet: an accessor stands where the official event has its data property.
+    expect(Object.keys(event)).toEqual(Object.keys(reference))
+    expect(typeof Object.getOwnPropertyDescriptor(event, 'reply')!.get).toBe('function')
+    // Every way a listener reads the event sees the official reply (cursor ids are 0: exhausted).
+    // (`serverConnectionId` is a bigint on both events: JSON needs a replacer for it.)
+    const json = (value: object) =>
+      JSON.parse(JSON.stringify(value, (_key, field) => (typeof field === 'bigint' ? String(field) : field)))
+    expect(json(event).reply).toEqual(json(reference).reply)
+    expect({ ...event }.reply).toEqual({ ...reference }.reply)
+    expect(event.reply.cursor.firstBatch).toEqual(reference.reply.cursor.firstBatch)
+    expect(event.reply.cursor.firstBatch).toHaveLength(DOCUMENT_COUNT)
+    // Decoded once, then a plain data property as on the official event; writable as there.
+    expect(event.reply).toBe(event.reply)
+    expect(Object.getOwnPropertyDescriptor(event, 'reply')).toEqual(
+      Object.getOwnPropertyDescriptor(reference, 'reply'),
+    )
+    expect(Object.keys(event)).toEqual(Object.keys(reference))
+    event.reply = { replaced: true }
+    expect(event.reply).toEqual({ replaced: true })
+  })
+
   it('a listener that throws does not fail the read; the error becomes a process warning', async () => {
     // The official driver emits synchronously inside the command, so its read rejects with the
     // listener's error; rumongo's events arrive after the command left, on the event loop.
@@ -293,6 +330,132 @@ describe('command monitoring', () => {
     } finally {
       await Promise.all([plain.close(), officialPlain.close()])
     }
+  })
+})
+
+describe('a command its time limit drops', () => {
+  /**
+   * Runs `test` against a server that never answers find. Tests stop it before closing their
+   * clients: rumongo's close() would otherwise wait for the abandoned find (deadline.rs,
+   * DETACHED_GRACE, 10 s). Stopping twice is harmless.
+   */
+  async function withSilentServer(test: (server: WireServer) => Promise<void>) {
+    const server = await startWireServer({ answer: (command) => ('find' in command ? null : { ok: 1 }) })
+    try {
+      await test(server)
+    } finally {
+      await server.stop()
+    }
+  }
+
+  /** The command events of a findOne that the server does not answer, and its error. */
+  async function droppedFind(client: AnyClient) {
+    const events = record(client, COMMAND_EVENTS)
+    const error = (await coll(client)
+      .findOne({})
+      .catch((caught: unknown) => caught)) as Error
+    await settle()
+    stop(client)
+    return { events, error }
+  }
+
+  /** Each command started, then failed with the same requestId. */
+  function expectPairedFailures(events: CommandEvent[]) {
+    expect(events.length).toBeGreaterThan(0)
+    for (let i = 0; i < events.length; i += 2) {
+      // By class name: the official driver's events are its own classes.
+      expect(events[i]!.constructor.name).toBe('CommandStartedEvent')
+      expect(events[i + 1]!.constructor.name).toBe('CommandFailedEvent')
+      expect(events[i + 1]!.requestId).toBe(events[i]!.requestId)
+    }
+  }
+
+  it("socketTimeoutMS: commandFailed with the read's error, as the official driver", async () => {
+    await withSilentServer(async (server) => {
+      const official = await OfficialClient.connect(server.uri, {
+        monitorCommands: true,
+        socketTimeoutMS: 300,
+      })
+      const rumongo = await MongoClient.connect(server.uri, { monitorCommands: true, socketTimeoutMS: 300 })
+      try {
+        const expected = await droppedFind(official)
+        const actual = await droppedFind(rumongo)
+        expect(actual.error).toBeInstanceOf(MongoNetworkTimeoutError)
+        expect(actual.error.constructor.name).toBe(expected.error.constructor.name)
+        // The official driver retries the read once (retryReads), rumongo does not: one pair each.
+        expectPairedFailures(expected.events as CommandEvent[])
+        expectPairedFailures(actual.events)
+        const failed = actual.events.at(-1) as CommandFailedEvent
+        const reference = expected.events.at(-1) as unknown as CommandFailedEvent
+        expect([failed.commandName, failed.databaseName]).toEqual([
+          reference.commandName,
+          reference.databaseName,
+        ])
+        expect(failed.failure.constructor.name).toBe(reference.failure.constructor.name)
+        expect(failed.failure.message).toBe(actual.error.message)
+        expect(failed.duration).toBeGreaterThanOrEqual(250)
+        expect(Object.keys(failed).sort()).toEqual(Object.keys(reference).sort())
+      } finally {
+        await server.stop()
+        await Promise.all([official.close(), rumongo.close()])
+      }
+    })
+  })
+
+  it('timeoutMS: commandFailed with the MongoOperationTimeoutError the read rejects with', async () => {
+    await withSilentServer(async (server) => {
+      // (The official driver 7 ignores timeoutMS: its read waits for the server.)
+      const rumongo = await MongoClient.connect(server.uri, { monitorCommands: true, timeoutMS: 300 })
+      try {
+        const { events, error } = await droppedFind(rumongo)
+        expect(error).toBeInstanceOf(MongoOperationTimeoutError)
+        expectPairedFailures(events)
+        const failed = events.at(-1) as CommandFailedEvent
+        expect(failed.failure).toBeInstanceOf(MongoOperationTimeoutError)
+        expect(failed.failure.message).toBe(error.message)
+      } finally {
+        await server.stop()
+        await rumongo.close()
+      }
+    })
+  })
+
+  it('a reply after the limit is not reported as a success', async () => {
+    const slow = await startWireServer({ documents: [{ _id: 1 }], delayMS: 700 })
+    const rumongo = await MongoClient.connect(slow.uri, { monitorCommands: true, socketTimeoutMS: 300 })
+    try {
+      const events = record(rumongo, COMMAND_EVENTS)
+      await expect(coll(rumongo).findOne({})).rejects.toBeInstanceOf(MongoNetworkTimeoutError)
+      // The read goes on detached until the server answers (700 ms): its reply was received.
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      stop(rumongo)
+      expect(events.map((event) => event.constructor.name)).toEqual([
+        'CommandStartedEvent',
+        'CommandFailedEvent',
+      ])
+    } finally {
+      await rumongo.close()
+      await slow.stop()
+    }
+  })
+
+  it("its OpenTelemetry span ends with the error, as the official driver's", async () => {
+    await withSilentServer(async (server) => {
+      const script = new URL('./fixtures/otel_timeout_spans.mjs', import.meta.url)
+      const { stdout } = await promisify(execFile)(process.execPath, [fileURLToPath(script), server.uri], {
+        timeout: 60_000,
+      })
+      type Spans = { error: string; spans: { name: string; status: { code: number; message?: string } }[] }
+      const { official, rumongo } = JSON.parse(stdout) as Record<string, Spans>
+      expect(rumongo!.error).toBe(official!.error)
+      expect(official!.spans.length).toBeGreaterThan(0)
+      // One span per command sent (the official driver sends the find twice: retryReads).
+      expect(rumongo!.spans.map((span) => [span.name, span.status.code])).toEqual([
+        [official!.spans[0]!.name, 2],
+      ])
+      expect(official!.spans.every((span) => span.status.code === 2)).toBe(true)
+      expect(rumongo!.spans[0]!.status.message).toMatch(/socketTimeoutMS/)
+    })
   })
 })
 

@@ -4,7 +4,7 @@
 // feature `test-hooks`, src/test_hooks.rs): `npm test`, `npm run bench` and `build:debug` pass it,
 // `npm run build` (what is published) does not.
 import { execFileSync } from 'node:child_process'
-import { copyFileSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -28,15 +28,17 @@ run(bin('napi'), [
   ...(testHooks ? ['--features', 'test-hooks'] : []),
   '--output-dir',
   staging,
-  '--js',
-  'native.cjs',
+  // The loader is ours (scripts/native-loader.cjs): napi's would blame npm for a missing binary.
+  '--no-js',
   // napi resolves --dts against the output folder.
   '--dts',
   relative(staging, join(root, 'ts', 'native.d.cts')),
 ])
-for (const file of ['native.cjs', 'rumongo.linux-x64-gnu.node']) {
+for (const file of readdirSync(staging).filter((name) => name.endsWith('.node'))) {
   renameSync(join(staging, file), join(root, 'dist', file))
 }
+copyFileSync(join(root, 'scripts', 'native-loader.cjs'), join(root, 'dist', 'native.cjs'))
+copyFileSync(join(root, 'scripts', 'platforms.cjs'), join(root, 'dist', 'platforms.cjs'))
 run(bin('tsc'), ['-p', 'tsconfig.json'])
 // dist/*.d.ts import the addon's types from './native.cjs'.
 copyFileSync(join(root, 'ts', 'native.d.cts'), join(root, 'dist', 'native.d.cts'))

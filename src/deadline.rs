@@ -19,6 +19,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::{
     error::{Error, Result},
+    events::StepCommands,
     options::OperationOptions,
 };
 
@@ -221,11 +222,13 @@ impl Deadline {
             let Ok(slot) = pool.try_enter() else {
                 return Err(self.operation_timeout());
             };
-            let mut step = Box::pin(step);
+            let commands = StepCommands::default();
+            let mut step = Box::pin(commands.scope(step));
             return match poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await {
                 Poll::Ready(result) => result,
                 Poll::Pending => {
                     finish_detached(step, slot);
+                    commands.abandon(self.operation_timeout());
                     Err(self.operation_timeout())
                 }
             };
@@ -252,7 +255,8 @@ impl Deadline {
         let Ok(slot) = tokio::time::timeout(limit, pool.enter()).await else {
             return Err(timed_out());
         };
-        let mut step = Box::pin(step);
+        let commands = StepCommands::default();
+        let mut step = Box::pin(commands.scope(step));
         match tokio::time::timeout_at(started + limit, step.as_mut()).await {
             Ok(Err(Error::Driver(error))) if self.timeout.is_some() && is_max_time_expired(&error) => {
                 Err(self.operation_timeout())
@@ -260,6 +264,7 @@ impl Deadline {
             Ok(result) => result,
             Err(_) => {
                 finish_detached(step, slot);
+                commands.abandon(timed_out());
                 Err(timed_out())
             }
         }

@@ -105,6 +105,40 @@ pub fn traced<F: Future>(future: F) -> impl Future<Output = F::Output> {
     }
 }
 
+tokio::task_local! {
+    /// The commands a network step under a time limit has started (see `StepCommands`).
+    static STEP_COMMANDS: StepCommands;
+}
+
+/// The commands one network step started, so that when its time limit passes (`Deadline::run`)
+/// each one still in flight ends at once with a `commandFailed`, as the official driver's does,
+/// instead of never (the step goes on detached, or is dropped, without a reply).
+#[derive(Clone, Default)]
+pub struct StepCommands(Arc<Mutex<Vec<StepCommand>>>);
+
+/// A command a step started: the monitor that saw it, and its request id.
+type StepCommand = (Arc<Monitor>, i32);
+
+impl StepCommands {
+    /// Runs `step`, recording the commands it starts.
+    pub fn scope<F: Future>(&self, step: F) -> impl Future<Output = F::Output> {
+        STEP_COMMANDS.scope(self.clone(), step)
+    }
+
+    /// Ends every recorded command still in flight with a `commandFailed` carrying `failure`
+    /// (the error the caller gets); a reply that comes later is not reported.
+    pub fn abandon(&self, failure: Error) {
+        let commands = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        if commands.is_empty() {
+            return;
+        }
+        let failure = napi::Error::from(failure).reason;
+        for (monitor, request_id) in commands {
+            monitor.abandon(request_id, &failure);
+        }
+    }
+}
+
 fn current_trace() -> u32 {
     TRACE.try_with(|trace| *trace).unwrap_or(0)
 }
@@ -150,9 +184,20 @@ fn bit(name: &str) -> u32 {
 pub struct Monitor {
     callback: EventCallback,
     listened: AtomicU32,
-    /// The database and trace of each command in flight: the crate's success and failure events
-    /// lack the database, and a killCursors ends outside the traced task.
-    in_flight: Mutex<HashMap<i32, (String, u32)>>,
+    /// Each command in flight, by request id: the crate's success and failure events lack the
+    /// database, a killCursors ends outside the traced task, and a command abandoned by its time
+    /// limit ends here (`abandon`), not in the crate.
+    in_flight: Mutex<HashMap<i32, InFlight>>,
+}
+
+/// What a command's end event needs that the crate's end events lack.
+struct InFlight {
+    database: String,
+    trace: u32,
+    command_name: String,
+    started: Instant,
+    connection: ConnectionInfo,
+    service_id: Option<bson::oid::ObjectId>,
 }
 
 impl Monitor {
@@ -213,7 +258,9 @@ impl Monitor {
     pub fn install(self: &Arc<Self>, options: &mut ClientOptions, commands: bool) {
         if commands {
             let monitor = self.clone();
-            options.command_event_handler = Some(EventHandler::callback(move |event| monitor.command(event)));
+            options.command_event_handler = Some(EventHandler::callback(move |event| {
+                Monitor::command(&monitor, event)
+            }));
         }
         let monitor = self.clone();
         options.cmap_event_handler = Some(EventHandler::callback(move |event| monitor.pool(event)));
@@ -221,7 +268,7 @@ impl Monitor {
         options.sdam_event_handler = Some(EventHandler::callback(move |event| monitor.server(event)));
     }
 
-    fn command(&self, event: CommandEvent) {
+    fn command(self: &Arc<Self>, event: CommandEvent) {
         let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         match event {
             CommandEvent::Started(event) => {
@@ -229,8 +276,20 @@ impl Monitor {
                     0 if event.command_name == "killCursors" => kill_trace(),
                     trace => trace,
                 };
-                in_flight.insert(event.request_id, (event.db.clone(), trace));
+                let command = InFlight {
+                    database: event.db.clone(),
+                    trace,
+                    command_name: event.command_name.clone(),
+                    started: Instant::now(),
+                    connection: event.connection.clone(),
+                    service_id: event.service_id,
+                };
+                in_flight.insert(event.request_id, command);
                 drop(in_flight);
+                let _ = STEP_COMMANDS.try_with(|step| {
+                    let mut commands = step.0.lock().unwrap_or_else(|e| e.into_inner());
+                    commands.push((self.clone(), event.request_id));
+                });
                 self.emit_command("commandStarted", trace, |out| {
                     connection_fields(out, &event.connection, event.service_id);
                     out.insert("requestId", event.request_id);
@@ -240,10 +299,13 @@ impl Monitor {
                 });
             }
             CommandEvent::Succeeded(event) => {
-                let (database, trace) = in_flight.remove(&event.request_id).unzip();
+                // Not in flight: abandoned to its time limit, already reported as failed.
+                let Some(InFlight { database, trace, .. }) = in_flight.remove(&event.request_id) else {
+                    return;
+                };
                 drop(in_flight);
                 let listened = self.wants("commandSucceeded");
-                self.emit_command("commandSucceeded", trace.unwrap_or(0), |out| {
+                self.emit_command("commandSucceeded", trace, |out| {
                     connection_fields(out, &event.connection, event.service_id);
                     out.insert("requestId", event.request_id);
                     out.insert("databaseName", database);
@@ -256,9 +318,11 @@ impl Monitor {
                 });
             }
             CommandEvent::Failed(event) => {
-                let (database, trace) = in_flight.remove(&event.request_id).unzip();
+                let Some(InFlight { database, trace, .. }) = in_flight.remove(&event.request_id) else {
+                    return;
+                };
                 drop(in_flight);
-                self.emit_command("commandFailed", trace.unwrap_or(0), |out| {
+                self.emit_command("commandFailed", trace, |out| {
                     connection_fields(out, &event.connection, event.service_id);
                     out.insert("requestId", event.request_id);
                     out.insert("databaseName", database);
@@ -269,6 +333,24 @@ impl Monitor {
             }
             _ => {}
         }
+    }
+
+    /// Ends command `request_id`, if still in flight, with a `commandFailed` carrying `failure`
+    /// (an encoded error, see `error_payload`).
+    fn abandon(&self, request_id: i32, failure: &str) {
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(command) = in_flight.remove(&request_id) else {
+            return;
+        };
+        drop(in_flight);
+        self.emit_command("commandFailed", command.trace, |out| {
+            connection_fields(out, &command.connection, command.service_id);
+            out.insert("requestId", request_id);
+            out.insert("databaseName", command.database);
+            out.insert("commandName", command.command_name);
+            out.insert("duration", millis(command.started.elapsed()));
+            out.insert("failure", failure);
+        });
     }
 
     fn pool(&self, event: CmapEvent) {

@@ -147,6 +147,8 @@ export class Collection<TSchema extends Document = Document> {
       bsonOptions: this.#bsonOptions,
       nativeCollection: () => this.#nativeCollection(),
       nativeDatabase: () => this.#parent.nativeDatabase(),
+      readPreference: this.readPreference,
+      readConcern: this.readConcern,
     }
   }
 

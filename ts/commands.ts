@@ -159,7 +159,7 @@ export class CommandCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     }
     this.#target = target
     this.#command = command
-    this.#options = options
+    this.#options = { ...options }
     this.#bson = resolveBSONOptions(options, source.bsonOptions)
   }
 
@@ -179,6 +179,10 @@ export class CommandCursor<TSchema = Document> extends AbstractCursor<TSchema> {
   override clone(): CommandCursor<TSchema> {
     const Kind = this.constructor as typeof CommandCursor<TSchema>
     return new Kind(this.source, this.#target, this.#command, this.#options)
+  }
+
+  protected override get readOptions(): Document {
+    return this.#options
   }
 
   override map<T>(transform: (document: TSchema) => T): CommandCursor<T> {

@@ -233,6 +233,8 @@ export class Db {
         Promise.reject(new MongoInvalidArgumentError('no collection: a database-level cursor')),
       nativeDatabase: () => this.nativeDatabase(),
       databaseLevel: true,
+      readPreference: this.readPreference,
+      readConcern: this.readConcern,
     }
   }
 }

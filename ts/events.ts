@@ -166,7 +166,7 @@ export class CommandSucceededEvent {
   commandName: string
   /** Milliseconds, from sending the command to reading its reply. */
   duration: number
-  reply: Document
+  reply!: Document
   serverConnectionId: bigint | null
   databaseName: string
 
@@ -178,10 +178,32 @@ export class CommandSucceededEvent {
     this.requestId = raw.requestId
     this.commandName = raw.commandName
     this.duration = raw.duration
-    this.reply = decodeReply(raw.reply.buffer, raw.commandName)
+    defineLazyReply(this, raw.reply.buffer, raw.commandName)
     this.serverConnectionId = serverConnectionId(raw.serverConnectionId)
     this.databaseName = raw.databaseName
   }
+}
+
+/**
+ * Makes `event.reply` decode its bytes on first read, then become the plain data property the
+ * official driver's event has, in the same key position: a 10k find's reply is a 10k-document
+ * decode that most listeners (APM agents read names and durations) never look at. Reads, writes,
+ * `JSON.stringify`, spread and `Object.keys` see what they see on the official event.
+ */
+function defineLazyReply(event: CommandSucceededEvent, bytes: Uint8Array, commandName: string): void {
+  const settle = (value: unknown) => {
+    Object.defineProperty(event, 'reply', { value, writable: true, enumerable: true, configurable: true })
+  }
+  Object.defineProperty(event, 'reply', {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const reply = decodeReply(bytes, commandName)
+      settle(reply)
+      return reply
+    },
+    set: settle,
+  })
 }
 
 /** An event indicating the failure of a given command. */

@@ -1,4 +1,4 @@
-//! The field index of lazy documents (`findLazy`, `ts/lazy.ts`): where each top-level element of
+//! The field index of lazy documents (`findLazy`, `ts/format/lazy.ts`): where each top-level element of
 //! each document of a batch starts, and which documents share their keys (a shape), so JS finds a
 //! field without walking the document and without building an index per document.
 

@@ -22,6 +22,8 @@ import {
   type NativeDatabase,
 } from '../native.cjs'
 import { MongoDBNamespace } from '../namespace.js'
+import type { ReadConcernLike } from '../options.js'
+import { ReadConcern, ReadPreference, type ReadPreferenceMode } from '../read_preference.js'
 import { learnDocumentSize } from './batch_size.js'
 import { checkFunction, describe } from '../validate.js'
 
@@ -36,6 +38,9 @@ export interface CursorSource {
   nativeDatabase(): Promise<NativeDatabase>
   /** An aggregate runs on the database (`aggregate: 1`), not on a collection. */
   databaseLevel?: boolean
+  /** The read preference and read concern of the collection or database the cursor reads. */
+  readPreference: ReadPreference
+  readConcern: ReadConcern | undefined
 }
 
 /** `failed`: a read failed; every later read rejects instead of passing for the end of the results. */
@@ -96,6 +101,40 @@ export abstract class AbstractCursor<TSchema = Document>
   get namespace(): MongoDBNamespace {
     return MongoDBNamespace.fromString(this.#source.namespace)
   }
+
+  /** The read preference the cursor's command is sent with (its own, else its collection's). */
+  get readPreference(): ReadPreference {
+    return ReadPreference.fromOptions(this.readOptions) ?? this.#source.readPreference
+  }
+
+  /** The read concern the cursor's command is sent with (its own, else its collection's), if any. */
+  get readConcern(): ReadConcern | undefined {
+    return ReadConcern.fromOptions(this.readOptions) ?? this.#source.readConcern
+  }
+
+  /** Sets the read preference (a mode or a `ReadPreference`); only before the first read. */
+  withReadPreference(readPreference: ReadPreference | ReadPreferenceMode): this {
+    this.throwIfInitialized()
+    if (readPreference instanceof ReadPreference) {
+      this.readOptions.readPreference = readPreference
+    } else if (typeof readPreference === 'string') {
+      this.readOptions.readPreference = ReadPreference.fromString(readPreference)
+    } else {
+      throw new MongoInvalidArgumentError(`Invalid read preference: ${String(readPreference)}`)
+    }
+    return this
+  }
+
+  /** Sets the read concern (a level, `{ level }` or a `ReadConcern`); only before the first read. */
+  withReadConcern(readConcern: ReadConcernLike): this {
+    this.throwIfInitialized()
+    const resolved = ReadConcern.fromOptions({ readConcern })
+    if (resolved) this.readOptions.readConcern = resolved
+    return this
+  }
+
+  /** The options the cursor's command is built from, where `withReadPreference` and co. write. */
+  protected abstract get readOptions(): Document
 
   /** True once the server cursor is gone before its end: closed while open, or after a failure. */
   get killed(): boolean {

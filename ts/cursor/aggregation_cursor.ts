@@ -82,6 +82,10 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
     return new AggregationCursor<TSchema>(this.source, this.#pipeline, this.#options, this.format)
   }
 
+  protected override get readOptions(): Document {
+    return this.#options
+  }
+
   override map<T>(transform: (document: TSchema) => T): AggregationCursor<T> {
     return super.map(transform) as AggregationCursor<T>
   }

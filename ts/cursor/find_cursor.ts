@@ -64,6 +64,10 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     return new Kind(this.source, this.#filter, this.#options, this.format)
   }
 
+  protected override get readOptions(): Document {
+    return this.#options
+  }
+
   override map<T>(transform: (document: TSchema) => T): FindCursor<T> {
     return super.map(transform) as FindCursor<T>
   }

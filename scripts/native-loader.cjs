@@ -1,0 +1,89 @@
+'use strict'
+// Loads rumongo's native addon (copied to dist/native.cjs by scripts/build.mjs, in place of the
+// loader napi-rs would generate, whose error on a missing binary blames npm's optional
+// dependencies even where rumongo has no binary at all). It looks for, in order:
+//   1. dist/rumongo.<triple>.node, the addon `npm run build` just built from source;
+//   2. the `rumongo-<triple>` package, the prebuilt addon npm installs as an optional dependency
+//      of rumongo (only the one whose os/cpu/libc match this machine).
+// Each failure says which of the three cases it is: no binary for this platform, the platform's
+// package not installed, or a binary that does not load here.
+const { existsSync, readFileSync } = require('node:fs')
+const { join } = require('node:path')
+const { platforms } = require('./platforms.cjs')
+
+const buildFromSource =
+  'To build it from source (needs Rust, https://rustup.rs): git clone ' +
+  'https://github.com/rumongo/rumongo && cd rumongo && npm install && npm run build && npm pack, ' +
+  'then npm install ./rumongo-<version>.tgz in your project.'
+
+function libc() {
+  // Alpine's /usr/bin/ldd is musl's loader script, glibc's never names musl: read in well under a
+  // millisecond, where Node's diagnostic report (glibc's version is in it on glibc systems only)
+  // takes ~10 ms. The report is the fallback for images without ldd (distroless). napi-rs and
+  // detect-libc test the same two things.
+  try {
+    return readFileSync('/usr/bin/ldd', 'latin1').includes('musl') ? 'musl' : 'gnu'
+  } catch {
+    return process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'
+  }
+}
+
+function currentTriple() {
+  const base = `${process.platform}-${process.arch}`
+  if (process.platform === 'linux') {
+    return `${base}-${libc()}`
+  }
+  return process.platform === 'win32' ? `${base}-msvc` : base
+}
+
+function nativeError(code, message, cause) {
+  const error = new Error(message, cause === undefined ? undefined : { cause })
+  error.name = 'RumongoNativeError'
+  error.code = code
+  return error
+}
+
+function load() {
+  const triple = currentTriple()
+  const supported = platforms.map((p) => `${p.triple} (${p.runtime})`).join(', ')
+  const local = join(__dirname, `rumongo.${triple}.node`)
+  if (existsSync(local)) return requireAddon(local, triple)
+  if (!platforms.some((p) => p.triple === triple)) {
+    throw nativeError(
+      'RUMONGO_UNSUPPORTED_PLATFORM',
+      `rumongo has no prebuilt native addon for this platform (${triple}, Node ${process.version}). ` +
+        `Supported platforms: ${supported}. ${buildFromSource}`,
+    )
+  }
+  let resolved
+  try {
+    resolved = require.resolve(`rumongo-${triple}`)
+  } catch (cause) {
+    throw nativeError(
+      'RUMONGO_NATIVE_PACKAGE_MISSING',
+      `rumongo's native addon for ${triple} comes in the package rumongo-${triple}, which is not ` +
+        `installed: it is an optional dependency of rumongo, skipped by --omit=optional, ` +
+        `--no-optional or a lockfile made on another platform. Install it with ` +
+        `\`npm install rumongo-${triple}@${require('../package.json').version}\`. ${buildFromSource}`,
+      cause,
+    )
+  }
+  return requireAddon(resolved, triple)
+}
+
+function requireAddon(file, triple) {
+  try {
+    return require(file)
+  } catch (cause) {
+    const entry = platforms.find((p) => p.triple === triple)
+    throw nativeError(
+      'RUMONGO_NATIVE_LOAD_FAILED',
+      `rumongo's native addon ${file} did not load on ${triple}` +
+        (entry ? ` (it needs ${entry.runtime})` : '') +
+        `: ${cause && cause.message}. ${buildFromSource}`,
+      cause,
+    )
+  }
+}
+
+module.exports = load()

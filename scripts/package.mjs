@@ -1,0 +1,112 @@
+// `npm run package`: the npm tarballs a release publishes, in packages/ (gitignored):
+// rumongo-<version>.tgz, the main package, whose optionalDependencies name every platform
+// package, and rumongo-<triple>-<version>.tgz for each platform this machine can build: on
+// Linux every Linux target (cross-built with cargo-zigbuild), on macOS both macOS targets, on
+// Windows win32-x64-msvc (.github/workflows/release.yml runs it on each). `-- --only linux-x64-gnu,...` limits the platforms built;
+// `-- --skip-build` packs the dist/ already built instead of running `npm run build` first.
+//
+// Cross builds need zig and cargo-zigbuild on PATH (`pip install ziglang cargo-zigbuild`) and the
+// rustup targets (added here when missing). They use their own target folder, target/package/, so
+// they never invalidate the incremental build `npm run build` keeps in target/.
+import { execFileSync } from 'node:child_process'
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+const { platforms } = require('./platforms.cjs')
+const out = join(root, 'packages')
+const targetDir = join(root, 'target', 'package')
+const run = (command, args, options = {}) =>
+  // npm is npm.cmd on Windows, which only a shell runs.
+  execFileSync(command, args, {
+    cwd: root,
+    stdio: 'inherit',
+    shell: process.platform === 'win32',
+    ...options,
+  })
+
+const { values } = parseArgs({ options: { only: { type: 'string' }, 'skip-build': { type: 'boolean' } } })
+const wanted = values.only?.split(',')
+// Linux hosts cross-build every Linux target with zig; macOS and Windows hosts build their own
+// platform's targets with cargo (as the release workflow's matrix does).
+const buildable = platforms.filter((p) => p.os === process.platform && (!wanted || wanted.includes(p.triple)))
+const crossBuild = process.platform === 'linux'
+const libraryFile = { linux: 'librumongo.so', darwin: 'librumongo.dylib', win32: 'rumongo.dll' }[
+  process.platform
+]
+const onPath = (command) => {
+  try {
+    execFileSync(command, ['--version'], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}
+if (crossBuild && buildable.length > 0 && !onPath('cargo-zigbuild')) {
+  console.error('package: cargo-zigbuild is not on PATH: pip install ziglang cargo-zigbuild')
+  process.exit(1)
+}
+
+// The TypeScript layer and dist/ (the host addon it holds is not shipped in the main package).
+if (!values['skip-build']) run('npm', ['run', 'build'])
+
+const installed = execFileSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' })
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+rmSync(out, { recursive: true, force: true })
+mkdirSync(out)
+for (const platform of buildable) {
+  const rustTarget = platform.rust.replace(/\.\d+\.\d+$/, '')
+  if (!installed.split('\n').includes(rustTarget)) run('rustup', ['target', 'add', rustTarget])
+  const started = Date.now()
+  run('cargo', [crossBuild ? 'zigbuild' : 'build', '--release', '--lib', '--target', platform.rust], {
+    env: {
+      ...process.env,
+      CARGO_TARGET_DIR: targetDir,
+      // A musl cdylib must link libc dynamically to share the one Node itself uses.
+      ...(platform.libc === 'musl'
+        ? {
+            [`CARGO_TARGET_${rustTarget.toUpperCase().replaceAll('-', '_')}_RUSTFLAGS`]:
+              '-C target-feature=-crt-static',
+          }
+        : {}),
+    },
+  })
+  console.error(`package: built ${platform.triple} in ${Math.round((Date.now() - started) / 1000)} s`)
+  const dir = join(root, 'npm', platform.triple)
+  const platformPkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
+  if (platformPkg.version !== pkg.version) {
+    throw new Error(
+      `npm/${platform.triple}/package.json has version ${platformPkg.version}, not ${pkg.version}`,
+    )
+  }
+  copyFileSync(
+    join(targetDir, rustTarget, 'release', libraryFile),
+    join(dir, `rumongo.${platform.triple}.node`),
+  )
+  copyFileSync(join(root, 'LICENSE'), join(dir, 'LICENSE'))
+  run('npm', ['pack', '--pack-destination', out], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] })
+}
+
+// The main package, staged so that its package.json can list the platform packages (as
+// `napi prepublish` does) and its dist/ leaves out the addon built for this machine's own glibc.
+const stage = join(out, '.stage')
+mkdirSync(stage)
+for (const entry of ['dist', 'ts', 'README.md', 'LICENSE', 'MIGRATION.md', 'BENCHMARKS.md', 'CHANGELOG.md']) {
+  cpSync(join(root, entry), join(stage, entry), {
+    recursive: true,
+    filter: (source) => !source.endsWith('.node'),
+  })
+}
+pkg.optionalDependencies = Object.fromEntries(platforms.map((p) => [`rumongo-${p.triple}`, pkg.version]))
+delete pkg.devDependencies
+delete pkg.scripts
+writeFileSync(join(stage, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`)
+run('npm', ['pack', '--pack-destination', out], { cwd: stage, stdio: ['ignore', 'ignore', 'inherit'] })
+rmSync(stage, { recursive: true })
+if (!existsSync(join(out, `rumongo-${pkg.version}.tgz`)))
+  throw new Error('package: the main tarball is missing')
+console.log(`package: ${out}`)
