@@ -190,3 +190,60 @@ pub fn walk_elements(document: &[u8], mut on_element: impl FnMut(usize, &[u8])) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use bson::{
+        doc, spec::BinarySubtype, Binary, DateTime, Decimal128, JavaScriptCodeWithScope, Regex, Timestamp,
+    };
+
+    use super::*;
+
+    #[test]
+    fn walks_every_type_with_the_crates_framing() {
+        let document = doc! {
+            "double": 1.5, "string": "text", "document": { "a": 1 }, "array": [1, "two"],
+            "binary": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
+            "undefined": bson::Bson::Undefined, "objectId": bson::oid::ObjectId::new(), "boolean": true,
+            "date": DateTime::from_millis(1), "null": bson::Bson::Null,
+            "regex": Regex { pattern: "a+".try_into().unwrap(), options: "i".try_into().unwrap() },
+            "code": bson::Bson::JavaScriptCode("f()".into()), "symbol": bson::Bson::Symbol("s".into()),
+            "codeWithScope": JavaScriptCodeWithScope { code: "g()".into(), scope: doc! { "x": 1 } },
+            "int32": 7, "timestamp": Timestamp { time: 1, increment: 2 }, "int64": 1i64 << 40,
+            "decimal128": Decimal128::from_bytes([0; 16]),
+            "minKey": bson::Bson::MinKey, "maxKey": bson::Bson::MaxKey,
+        };
+        let bytes = document.to_vec().unwrap();
+        let mut keys = Vec::new();
+        let mut starts = Vec::new();
+        walk_elements(&bytes, |type_at, key| {
+            keys.push(String::from_utf8(key.to_vec()).unwrap());
+            starts.push(type_at);
+        })
+        .unwrap();
+        assert_eq!(keys, document.keys().cloned().collect::<Vec<_>>());
+        // Each value's length is what separates it from the next element (or the terminator).
+        starts.push(bytes.len() - 1);
+        for (index, key) in keys.iter().enumerate() {
+            let value_at = starts[index] + 1 + key.len() + 1;
+            let length = value_length(bytes[starts[index]], &bytes, value_at).unwrap();
+            assert_eq!(value_at + length, starts[index + 1], "{key}");
+        }
+    }
+
+    #[test]
+    fn refuses_broken_framing_with_js_bsons_messages() {
+        let mut bytes = doc! { "a": "text" }.to_vec().unwrap();
+        let message = |bytes: &[u8]| match walk_elements(bytes, |_, _| {}) {
+            Err(Error::MalformedBson(message)) => message,
+            other => panic!("{other:?}"),
+        };
+        bytes[7] = 200; // the string's size runs past the document
+        assert_eq!(message(&bytes), "value reports length larger than document");
+        bytes[4] = 0x42; // a type BSON does not define
+        assert_eq!(message(&bytes), "invalid type byte");
+        assert_eq!(promoted_int64(1 << 53), Some(9_007_199_254_740_992.0));
+        assert_eq!(promoted_int64((1 << 53) + 1), None);
+        assert_eq!(promoted_int64(-(1 << 53)), Some(-9_007_199_254_740_992.0));
+    }
+}
