@@ -81,6 +81,7 @@ async function measureTarget(
     for (const path of PATHS) {
       // Reduce workloads run the reducing paths only; the other workloads, the other paths.
       if (Boolean(path.reduces) !== Boolean(workload.reduce)) continue
+      if (path.workloads && !path.workloads.includes(workload.id)) continue
       const row = {
         target: target.name,
         workload: workload.id,

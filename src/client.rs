@@ -45,7 +45,7 @@ impl NativeClient {
         timeout_ms: Option<i64>,
         socket_timeout_ms: Option<i64>,
         options: Option<ConnectOptions>,
-        events: Option<EventCallback>,
+        #[napi(ts_arg_type = "((event: Buffer) => void) | undefined | null")] events: Option<EventCallback>,
         event_mask: Option<u32>,
     ) -> napi::Result<NativeClient> {
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);

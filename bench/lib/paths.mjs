@@ -35,6 +35,7 @@ import { mongooseSchema, topLevelFields } from './datasets.mjs'
  * @property {string} [feature]  The rumongo feature it needs (see detectRumongoFeatures).
  * @property {string} [note]     Shown in the notes column.
  * @property {boolean} [reduces] Runs the reduce workloads (and only them): `run` returns a reduction.
+ * @property {string[]} [workloads] Runs these workloads only (a variant measured on a few of them).
  * @property {(target: { uri: string, db: string }) => Promise<Session>} open
  */
 
@@ -105,19 +106,44 @@ function reduceOrders(totals, order) {
 
 const emptyTotals = () => ({ count: 0, total: 0, byRegion: {}, missingFields: 0 })
 
-const official = {
-  id: 'official',
-  label: 'mongodb find().toArray()',
-  async open({ uri }) {
-    const { MongoClient } = await import('mongodb')
-    const client = await MongoClient.connect(uri)
-    return {
-      run: (query) =>
-        client.db(query.db).collection(query.collection).find(query.filter, findOptions(query)).toArray(),
-      summarize: summarizeArray,
-      close: () => client.close(),
-    }
+/**
+ * What an APM agent's command listener does: `monitorCommands: true` and one `commandSucceeded`
+ * listener that reads the command's name and duration (not its reply).
+ */
+export const MONITORED = {
+  options: { monitorCommands: true },
+  listen(client) {
+    const seen = { commands: 0, ms: 0 }
+    client.on('commandSucceeded', (event) => {
+      seen.commands += event.commandName.length > 0 ? 1 : 0
+      seen.ms += event.duration
+    })
+    return seen
   },
+  note: 'monitorCommands: true, one commandSucceeded listener reading commandName and duration; ratio vs the official driver with the same listener',
+  workloads: ['orders', 'wide45-45'],
+}
+
+const official = officialFind('official', 'mongodb find().toArray()', false)
+
+/** The official driver's find, with or without a command listener (see MONITORED). */
+function officialFind(id, label, monitored) {
+  return {
+    id,
+    label,
+    ...(monitored ? { note: MONITORED.note, workloads: MONITORED.workloads } : {}),
+    async open({ uri }) {
+      const { MongoClient } = await import('mongodb')
+      const client = await MongoClient.connect(uri, monitored ? MONITORED.options : {})
+      if (monitored) MONITORED.listen(client)
+      return {
+        run: (query) =>
+          client.db(query.db).collection(query.collection).find(query.filter, findOptions(query)).toArray(),
+        summarize: summarizeArray,
+        close: () => client.close(),
+      }
+    },
+  }
 }
 
 /**
@@ -207,12 +233,14 @@ function mongoosePath(lean) {
 }
 
 /** A rumongo path: `run(collection, query)` gets the rumongo collection the query names. */
-function rumongoPath({ run, summarize = summarizeCounted, ...description }) {
+function rumongoPath({ run, summarize = summarizeCounted, monitored = false, ...description }) {
   return {
     ...description,
+    ...(monitored ? { note: MONITORED.note, workloads: MONITORED.workloads } : {}),
     async open({ uri }) {
       const { MongoClient } = await import('rumongo')
-      const client = await MongoClient.connect(uri)
+      const client = await MongoClient.connect(uri, monitored ? MONITORED.options : {})
+      if (monitored) MONITORED.listen(client)
       return {
         run: (query) => run(client.db(query.db).collection(query.collection), query),
         summarize,
@@ -244,6 +272,14 @@ export const PATHS = [
     id: 'rumongo',
     label: 'rumongo find()',
     // Awaiting the cursor collects every document, as the official toArray() does.
+    run: async (collection, query) => await collection.find(query.filter, findOptions(query)),
+    summarize: summarizeArray,
+  }),
+  officialFind('official-monitored', 'mongodb find().toArray(), monitored', true),
+  rumongoPath({
+    id: 'rumongo-monitored',
+    label: 'rumongo find(), monitored',
+    monitored: true,
     run: async (collection, query) => await collection.find(query.filter, findOptions(query)),
     summarize: summarizeArray,
   }),

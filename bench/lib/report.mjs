@@ -30,13 +30,23 @@ export function summarizeRuns(runs) {
 const OFFICIAL_PATHS = ['official', 'official-reduce']
 
 /**
+ * The official path a row compares with: a monitored variant (id ending in `-monitored`) with the
+ * official driver monitored the same way, every other row with the plain official path.
+ */
+export const referenceGroup = (id) => (id.endsWith('-monitored') ? 'monitored' : 'plain')
+
+/**
  * Adds `ratio` (official median / this median: 1.00x is the official driver, higher is faster) to
- * every measured row, comparing rows of the same target, workload and N.
+ * every measured row, comparing rows of the same target, workload, N and reference group.
  */
 export function addRatios(rows) {
-  const key = (row) => `${row.target}|${row.workload}|${row.n}`
+  const key = (row) => `${row.target}|${row.workload}|${row.n}|${referenceGroup(row.pathId)}`
   const official = new Map(
-    rows.filter((row) => OFFICIAL_PATHS.includes(row.pathId) && row.stats).map((row) => [key(row), row]),
+    rows
+      .filter(
+        (row) => (OFFICIAL_PATHS.includes(row.pathId) || row.pathId === 'official-monitored') && row.stats,
+      )
+      .map((row) => [key(row), row]),
   )
   for (const row of rows) {
     const reference = official.get(key(row))

@@ -10,7 +10,8 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { addonProfile, distFingerprint } from './addon.mjs'
 import { mongooseSchema, objectIdFor, orderDocument, replayObjectId, topLevelFields } from './datasets.mjs'
-import { median } from './report.mjs'
+import { MONITORED } from './paths.mjs'
+import { median, referenceGroup } from './report.mjs'
 
 const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -52,6 +53,7 @@ export const SMALL_QUERIES = [
  * @property {string} id
  * @property {string} label
  * @property {string[]} queries   The query ids it runs.
+ * @property {number[]} [concurrencies] The concurrencies it runs at (default: all of the plan's).
  * @property {(target: { uri: string, db: string, collection: string }) => Promise<{
  *   findById: (id: unknown) => Promise<any>,
  *   findPage: (limit: number) => Promise<any[]>,
@@ -70,9 +72,10 @@ export const SMALL_LIBRARIES = [
     id: 'official',
     label: 'mongodb',
     queries: ALL_QUERIES,
-    async open({ uri, db, collection }) {
+    async open({ uri, db, collection, monitored = false }) {
       const { MongoClient } = await import('mongodb')
-      const client = await MongoClient.connect(uri)
+      const client = await MongoClient.connect(uri, monitored ? MONITORED.options : {})
+      if (monitored) MONITORED.listen(client)
       const orders = client.db(db).collection(collection)
       return {
         findById: (id) => orders.findOne({ _id: id }),
@@ -87,9 +90,10 @@ export const SMALL_LIBRARIES = [
     id: 'rumongo',
     label: 'rumongo',
     queries: ALL_QUERIES,
-    async open({ uri, db, collection }) {
+    async open({ uri, db, collection, monitored = false }) {
       const { MongoClient } = await import('rumongo')
-      const client = await MongoClient.connect(uri)
+      const client = await MongoClient.connect(uri, monitored ? MONITORED.options : {})
+      if (monitored) MONITORED.listen(client)
       const orders = client.db(db).collection(collection)
       return {
         findById: (id) => orders.findOne({ _id: id }),
@@ -137,6 +141,18 @@ export const SMALL_LIBRARIES = [
     },
   },
 ]
+
+/** The official driver and rumongo with a command listener (see MONITORED in paths.mjs). */
+for (const id of ['official', 'rumongo']) {
+  const plain = SMALL_LIBRARIES.find((library) => library.id === id)
+  SMALL_LIBRARIES.push({
+    id: `${id}-monitored`,
+    label: `${plain.label}, monitored`,
+    queries: ['findOne-id', 'find-20'],
+    concurrencies: [1, 32],
+    open: (target) => plain.open({ ...target, monitored: true }),
+  })
+}
 
 export function smallLibraryById(id) {
   const library = SMALL_LIBRARIES.find((candidate) => candidate.id === id)
@@ -291,7 +307,10 @@ export async function measureSmallReads(
   for (const queryId of plan.queries) {
     const query = smallQueryById(queryId)
     for (const concurrency of plan.concurrencies) {
-      const group = SMALL_LIBRARIES.filter((library) => library.queries.includes(query.id))
+      const group = SMALL_LIBRARIES.filter(
+        (library) =>
+          library.queries.includes(query.id) && (library.concurrencies?.includes(concurrency) ?? true),
+      )
         .map((library) => ({
           library,
           row: {
@@ -375,11 +394,16 @@ async function measureGroup(target, plan, query, concurrency, group, progress) {
   }
 }
 
-/** Ratios to the official driver's row of the same target, query and concurrency. */
+/**
+ * Ratios to the official driver's row of the same target, query and concurrency (monitored rows:
+ * to the official driver monitored the same way).
+ */
 function addSmallRatios(rows) {
-  const key = (row) => `${row.target}|${row.query}|${row.concurrency}`
+  const key = (row) => `${row.target}|${row.query}|${row.concurrency}|${referenceGroup(row.libraryId)}`
   const official = new Map(
-    rows.filter((row) => row.libraryId === 'official' && row.stats).map((row) => [key(row), row.stats]),
+    rows
+      .filter((row) => (row.libraryId === 'official' || row.libraryId === 'official-monitored') && row.stats)
+      .map((row) => [key(row), row.stats]),
   )
   for (const row of rows) {
     const reference = official.get(key(row))
