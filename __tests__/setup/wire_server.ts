@@ -13,8 +13,14 @@ const OP_REPLY = 1
 const OP_QUERY = 2004
 const OP_MSG = 2013
 
-/** What the server sends for a command: a reply document, raw bytes written as they are, or nothing. */
-export type WireReply = Document | { bytes: (requestId: number) => Buffer } | null
+/** A reply that makes the server close the connection instead of answering (a network error). */
+export const CLOSE_CONNECTION = Symbol('close connection')
+
+/**
+ * What the server sends for a command: a reply document, raw bytes written as they are, nothing,
+ * or CLOSE_CONNECTION.
+ */
+export type WireReply = Document | { bytes: (requestId: number) => Buffer } | typeof CLOSE_CONNECTION | null
 
 export interface WireServerOptions {
   /**
@@ -176,6 +182,10 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
     }
     const reply = answer(command)
     if (reply === null) return
+    if (reply === CLOSE_CONNECTION) {
+      socket.destroy()
+      return
+    }
     if (typeof reply.bytes === 'function') socket.write(reply.bytes(requestId))
     else socket.write(replyMessage(requestId, opCode, reply))
   }
