@@ -37,12 +37,12 @@ import { serveDocuments, type ServedReplay } from './setup/replay.js'
 // Internal entry points of the built package: the native batch encoder and the decoders.
 const require = createRequire(import.meta.url)
 const { encodeTestBatch } = require('../dist/native.cjs')
-const { createDecoder } = require('../dist/decode.js')
-const { lazyDocument } = require('../dist/lazy.js') as {
+const { createDecoder } = require('../dist/format/index.js')
+const { lazyDocument } = require('../dist/format/lazy.js') as {
   lazyDocument(bytes: Uint8Array, options: Document): LazyDocument<any>
 }
 const { DEFAULT_BSON_OPTIONS } = require('../dist/bson.js')
-const { batchJson } = require('../dist/json.js')
+const { batchJson } = require('../dist/format/json.js')
 
 const JSON_FORMATS = ['relaxed', 'plain'] as const
 type JsonFormat = (typeof JSON_FORMATS)[number]

@@ -26,8 +26,9 @@ import { randomDocuments } from './setup/random_documents.js'
 
 // Internal modules of the built package: the decoder seam, below the public API.
 const require = createRequire(import.meta.url)
-const { encodeTestBatch } = require('../dist/native.cjs')
-const { createDecoder } = require('../dist/decode.js')
+const { encodeTestBatch, tapeTags } = require('../dist/native.cjs')
+const { TAPE_TAGS } = require('../dist/format/tape.js')
+const { createDecoder } = require('../dist/format/index.js')
 const { DEFAULT_BSON_OPTIONS } = require('../dist/bson.js')
 
 function deepNested(depth: number): Document {
@@ -115,6 +116,12 @@ describe('batch decoding', () => {
       expectIdentical(createDecoder(options).decodeBatch(encodeAsServerBatch(documents, false)), decoded)
     },
   )
+
+  it("reads the tape with the addon's own type tags (one definition, src/format/tape.rs)", () => {
+    // The JS decoder inlines the tags as literals: this is what keeps the two sides in step.
+    expect(TAPE_TAGS).toEqual(tapeTags())
+    expect(Object.keys(TAPE_TAGS)).toHaveLength(11)
+  })
 
   it('returns raw BSON per document with raw: true', () => {
     const documents = everyTypeDocuments()

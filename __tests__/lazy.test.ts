@@ -42,7 +42,7 @@ import { orderDocuments, typedDocuments } from './setup/data.js'
 
 // Internal entry points of the built package: a lazy document over given bytes, and the defaults.
 const require = createRequire(import.meta.url)
-const { lazyDocument } = require('../dist/lazy.js') as {
+const { lazyDocument } = require('../dist/format/lazy.js') as {
   lazyDocument(bytes: Uint8Array, options: Document, offset?: number): LazyDocument<any>
 }
 const { DEFAULT_BSON_OPTIONS } = require('../dist/bson.js')

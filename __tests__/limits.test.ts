@@ -12,8 +12,8 @@ import { serveDocuments, type ServedReplay } from './setup/replay.js'
 
 const require = createRequire(import.meta.url)
 const { encodeTestBatch } = require('../dist/native.cjs')
-const { createDecoder } = require('../dist/decode.js')
-const { lazyDocument } = require('../dist/lazy.js') as {
+const { createDecoder } = require('../dist/format/index.js')
+const { lazyDocument } = require('../dist/format/lazy.js') as {
   lazyDocument(bytes: Uint8Array, options: Document): LazyDocument<any>
 }
 const { DEFAULT_BSON_OPTIONS } = require('../dist/bson.js')

@@ -108,10 +108,12 @@ const totalLength = (arrays) => arrays.reduce((sum, array) => sum + array.length
  */
 function decoders() {
   const { encodeTestBatch } = require('../dist/native.cjs')
-  const { createDecoder } = require('../dist/decode.js')
+  const { createDecoder } = require('../dist/format/index.js')
   const { DEFAULT_BSON_OPTIONS } = require('../dist/bson.js')
   if (typeof encodeTestBatch !== 'function')
-    throw new Error('dist/native.cjs has no encodeTestBatch: rebuild (npm run build)')
+    throw new Error(
+      'dist/native.cjs has no encodeTestBatch: rebuild with the test hooks (npm run build:test)',
+    )
   const decoder = createDecoder(DEFAULT_BSON_OPTIONS)
   return [
     {

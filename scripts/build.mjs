@@ -1,5 +1,8 @@
 // Builds the addon (cargo through napi-rs), compiles ts/ to dist/ and writes the ESM entry.
-// Usage: node scripts/build.mjs [--debug]. Every step is incremental, so a no-op build is quick.
+// Usage: node scripts/build.mjs [--debug] [--test-hooks]. Every step is incremental, so a no-op
+// build is quick. `--test-hooks` adds the native functions only tests and benchmarks call (cargo
+// feature `test-hooks`, src/test_hooks.rs): `npm test`, `npm run bench` and `build:debug` pass it,
+// `npm run build` (what is published) does not.
 import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
@@ -11,6 +14,7 @@ const bin = (name) => join(root, 'node_modules', '.bin', name)
 const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: 'inherit' })
 
 const release = !process.argv.includes('--debug')
+const testHooks = process.argv.includes('--test-hooks')
 // napi writes the addon into a staging folder, then it is renamed into dist/: a process that has
 // the previous addon loaded (a running test or benchmark) keeps its file instead of seeing it
 // overwritten in place, which would crash it.
@@ -21,6 +25,7 @@ run(bin('napi'), [
   'build',
   '--platform',
   ...(release ? ['--release'] : []),
+  ...(testHooks ? ['--features', 'test-hooks'] : []),
   '--output-dir',
   staging,
   // The loader is ours (scripts/native-loader.cjs): napi's would blame npm for a missing binary.
@@ -35,9 +40,6 @@ for (const file of readdirSync(staging).filter((name) => name.endsWith('.node'))
 copyFileSync(join(root, 'scripts', 'native-loader.cjs'), join(root, 'dist', 'native.cjs'))
 copyFileSync(join(root, 'scripts', 'platforms.cjs'), join(root, 'dist', 'platforms.cjs'))
 run(bin('tsc'), ['-p', 'tsconfig.json'])
-// The WorkerPool's thread entry (dist/worker/), compiled against the dist/ just built: it loads
-// rumongo by package name, so the CommonJS and ESM entries share it.
-run(bin('tsc'), ['-p', join('worker', 'tsconfig.json')])
 // dist/*.d.ts import the addon's types from './native.cjs'.
 copyFileSync(join(root, 'ts', 'native.d.cts'), join(root, 'dist', 'native.d.cts'))
 

@@ -95,16 +95,7 @@ for (const platform of buildable) {
 // `napi prepublish` does) and its dist/ leaves out the addon built for this machine's own glibc.
 const stage = join(out, '.stage')
 mkdirSync(stage)
-for (const entry of [
-  'dist',
-  'ts',
-  'worker',
-  'README.md',
-  'LICENSE',
-  'MIGRATION.md',
-  'BENCHMARKS.md',
-  'CHANGELOG.md',
-]) {
+for (const entry of ['dist', 'ts', 'README.md', 'LICENSE', 'MIGRATION.md', 'BENCHMARKS.md', 'CHANGELOG.md']) {
   cpSync(join(root, entry), join(stage, entry), {
     recursive: true,
     filter: (source) => !source.endsWith('.node'),

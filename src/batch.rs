@@ -1,79 +1,17 @@
 //! How a raw server batch is handed to JavaScript: the one seam between the cursor and the decoder.
 
-use std::{collections::VecDeque, ops::Range, panic::AssertUnwindSafe, sync::Arc};
+use std::{collections::VecDeque, ops::Range, sync::Arc};
 
 use bson::RawArray;
 use mongodb::raw_batch_cursor::RawBatch;
-use napi::bindgen_prelude::{BigInt, Buffer};
-use napi_derive::napi;
 use tokio::sync::oneshot;
 
 use crate::{
     error::{Error, Result},
-    handover::{Bytes, F64s, U32s},
-    json::{self, JsonFormat},
-    lazy,
-    tape::{cstring_end, document_length, Tape},
+    format::{encode_documents, BatchOutput, DocumentBatch},
+    raw::{cstring_end, document_length},
+    task::{catching_panics, on_rayon, send_from_rayon},
 };
-
-/// What a cursor prepares from each server batch besides its raw BSON.
-#[napi(string_enum = "camelCase")]
-#[derive(Clone, Copy)]
-pub enum BatchOutput {
-    /// The tape, for the JS decoder (`ts/decode.ts`).
-    Tape,
-    /// Nothing: the caller reads raw BSON (framing checked, see `lazy::walk_elements`).
-    Raw,
-    /// The field index of lazy documents (see `lazy.rs`).
-    Lazy,
-    /// JSON text as relaxed Extended JSON (see `json.rs`).
-    RelaxedJson,
-    /// JSON text as `JSON.stringify` of the official driver's documents.
-    PlainJson,
-}
-
-/// One server batch: its documents' BSON back to back and what `BatchOutput` asked for: the same
-/// documents on a tape (unless the batch holds something only js-bson decides on, see `tape.rs`),
-/// or as JSON text.
-#[napi(object, object_from_js = false)]
-pub struct DocumentBatch {
-    /// The documents' BSON back to back; with a JSON output, only those in `json_deferred`; with a
-    /// tape, none (the tape holds what it needs in `extras`).
-    /// Absent when there are none (a tape batch): see `non_empty`.
-    #[napi(ts_type = "Buffer")]
-    pub documents: Option<Bytes>,
-    pub count: u32,
-    /// The documents' BSON size in bytes (what sizes the next batches of the same query, see
-    /// `ts/cursor/batch_size.ts`).
-    pub document_bytes: u32,
-    /// Whether the server cursor has more batches (worth asking for the next one ahead of time).
-    pub has_more: bool,
-    /// How many of the next batches hold more of the same server reply (a large first reply is
-    /// encoded in parts, see `encode_reply_in_parts`): they are already fetched, so JS asks for
-    /// them on top of its read-ahead, and the next getMore starts while they are encoded.
-    pub reply_parts_left: u32,
-    /// The server cursor's id as of this batch (0 once exhausted); absent for test batches.
-    pub cursor_id: Option<BigInt>,
-    #[napi(ts_type = "Float64Array")]
-    pub slots: Option<F64s>,
-    #[napi(ts_type = "Buffer")]
-    pub latin1: Option<Bytes>,
-    #[napi(ts_type = "Buffer")]
-    pub utf16: Option<Bytes>,
-    #[napi(ts_type = "Buffer")]
-    pub extras: Option<Bytes>,
-    pub shapes: Option<String>,
-    /// The documents as JSON, comma-separated, without brackets, in parts to concatenate (a large
-    /// batch is transcoded on several threads).
-    pub json: Option<Vec<Buffer>>,
-    /// Documents JS renders into `json` itself: triples of (offset in the concatenated `json`,
-    /// offset and length in `documents`).
-    #[napi(ts_type = "Uint32Array")]
-    pub json_deferred: Option<U32s>,
-    /// Where each document's fields start, and its shape (see `lazy::index_documents`).
-    #[napi(ts_type = "Uint32Array")]
-    pub lazy_index: Option<U32s>,
-}
 
 /// JSON replies up to this size are transcoded on the tokio worker that received them (tens of
 /// microseconds of work); larger ones on the rayon pool. Handing a small batch to rayon and back
@@ -187,36 +125,6 @@ pub fn encode_reply_in_parts(
     Ok((encode_first, rest))
 }
 
-/// Runs `work` on the rayon pool; a panic in it becomes an internal error.
-pub async fn on_rayon<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    let (sender, receiver) = oneshot::channel();
-    send_from_rayon(sender, work);
-    received(receiver).await
-}
-
-/// Runs `work` on the rayon pool and sends its result (a panic: an internal error) to `sender`.
-fn send_from_rayon<T: Send + 'static>(
-    sender: oneshot::Sender<Result<T>>,
-    work: impl FnOnce() -> Result<T> + Send + 'static,
-) {
-    rayon::spawn(move || {
-        let _ = sender.send(catching_panics(work));
-    });
-}
-
-/// The result of work started with `send_from_rayon`.
-pub async fn received<T>(receiver: oneshot::Receiver<Result<T>>) -> Result<T> {
-    receiver
-        .await
-        .unwrap_or(Err(Error::Internal("the batch decoder stopped")))
-}
-
-/// Runs `work`; a panic in it becomes an internal error.
-fn catching_panics<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
-    std::panic::catch_unwind(AssertUnwindSafe(work))
-        .unwrap_or(Err(Error::Internal("decoding a batch panicked")))
-}
-
 fn encode_reply(
     batch: &RawBatch,
     output: BatchOutput,
@@ -257,7 +165,7 @@ pub fn document_count(batch: &RawBatch) -> Result<usize> {
 /// iterator also checks every key and builds every value, ~6% of the JSON transcoder's time on a
 /// large batch. Each document is checked as the crate checks it (a length of at least 5 within
 /// the array, a zero last byte); its contents are the decoders' business.
-fn array_documents(array: &RawArray) -> Result<Vec<&[u8]>> {
+pub fn array_documents(array: &RawArray) -> Result<Vec<&[u8]>> {
     const MALFORMED: Error = Error::MalformedBson("a cursor batch's framing is broken");
     const NOT_A_DOCUMENT: Error =
         Error::InvalidResponse("a cursor batch holds a value that is not a document");
@@ -275,89 +183,5 @@ fn array_documents(array: &RawArray) -> Result<Vec<&[u8]>> {
         let length = document_length(bytes, start).map_err(|_| MALFORMED)?;
         documents.push(&bytes[start..start + length]);
         position = start + length;
-    }
-}
-
-/// Encodes the batch in a BSON document `{ batch: [doc, ...] }` the way a server reply's
-/// `firstBatch` is encoded: lets tests and benchmarks feed any bytes through the same path.
-#[napi(catch_unwind)]
-pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<DocumentBatch> {
-    let reply = bson::RawDocument::from_bytes(reply.as_ref()).map_err(Error::from)?;
-    let documents = array_documents(reply.get_array("batch").map_err(Error::from)?)?;
-    Ok(encode_documents(&documents, output)?)
-}
-
-/// Transcodes or tapes the documents where they are; otherwise (lazy and raw outputs, or a batch
-/// the tape refuses) copies them into one contiguous buffer, which JS keeps.
-fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<DocumentBatch> {
-    let json_format = match output {
-        BatchOutput::RelaxedJson => Some(JsonFormat::Relaxed),
-        BatchOutput::PlainJson => Some(JsonFormat::Plain),
-        _ => None,
-    };
-    if let Some(format) = json_format {
-        let json = json::transcode(documents, format);
-        return Ok(DocumentBatch {
-            json: Some(json.parts.into_iter().map(Buffer::from).collect()),
-            json_deferred: Some(U32s(json.deferred)),
-            ..DocumentBatch::of(json.deferred_bson, documents)
-        });
-    }
-    if let BatchOutput::Tape = output {
-        // The tape carries what JS needs from the BSON (ObjectId bytes, untaped documents).
-        if let Ok(tape) = Tape::encode(documents) {
-            return Ok(DocumentBatch {
-                shapes: Some(tape.shapes_json()),
-                slots: Some(F64s(tape.slots)),
-                // An empty area stays undefined in JS: a zero-length Buffer costs as much to
-                // create as a small one, and most batches have no UTF-16 text.
-                latin1: non_empty(tape.latin1),
-                utf16: non_empty(tape.utf16),
-                extras: non_empty(tape.extras),
-                ..DocumentBatch::of(Vec::new(), documents)
-            });
-        }
-    }
-    let mut bytes = Vec::with_capacity(documents.iter().map(|document| document.len()).sum());
-    for document in documents {
-        if matches!(output, BatchOutput::Raw) {
-            lazy::walk_elements(document, |_, _| {})?;
-        }
-        bytes.extend_from_slice(document);
-    }
-    let lazy_index = match output {
-        BatchOutput::Lazy => Some(U32s(lazy::index_documents(&bytes, documents.len())?)),
-        _ => None,
-    };
-    Ok(DocumentBatch {
-        lazy_index,
-        ..DocumentBatch::of(bytes, documents)
-    })
-}
-
-fn non_empty(bytes: Vec<u8>) -> Option<Bytes> {
-    (!bytes.is_empty()).then(|| bytes.into())
-}
-
-impl DocumentBatch {
-    /// A batch of `documents` handing over `bytes` (see `documents`), with no other output (yet).
-    fn of(bytes: Vec<u8>, documents: &[&[u8]]) -> Self {
-        DocumentBatch {
-            documents: non_empty(bytes),
-            count: documents.len() as u32,
-            // A reply is at most 48 MB.
-            document_bytes: documents.iter().map(|document| document.len()).sum::<usize>() as u32,
-            has_more: false,
-            reply_parts_left: 0,
-            cursor_id: None,
-            slots: None,
-            latin1: None,
-            utf16: None,
-            extras: None,
-            shapes: None,
-            json: None,
-            json_deferred: None,
-            lazy_index: None,
-        }
     }
 }

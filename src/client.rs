@@ -1,21 +1,18 @@
 //! `NativeClient`: one `mongodb::Client` plus the cursors it must close.
 
-use std::{
-    sync::{Arc, Mutex, Weak},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use bson::doc;
 use napi::{bindgen_prelude::PromiseRaw, Env};
 use napi_derive::napi;
 
 use crate::{
+    client_state::ClientState,
     collection::NativeCollection,
     connect::{client_options, ConnectOptions},
-    cursor::CursorSlot,
     database::NativeDatabase,
     deadline::{ClientTimeouts, PoolGate},
-    error::{Error, Result},
+    error::Error,
     events::{EventCallback, Monitor},
     task::spawn,
 };
@@ -26,35 +23,6 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// The crate's `maxPoolSize` when the connection string sets none.
 const DEFAULT_MAX_POOL_SIZE: u32 = 10;
-
-/// State shared by a client and every collection and cursor made from it.
-pub struct ClientState {
-    client: Mutex<Option<mongodb::Client>>,
-    cursors: Mutex<Vec<Weak<CursorSlot>>>,
-    /// `timeoutMS` and `socketTimeoutMS`, which the crate does not implement.
-    pub timeouts: ClientTimeouts,
-    /// Slots of the connection pool: every step that may need a connection takes one first.
-    pub pool: PoolGate,
-}
-
-impl ClientState {
-    /// The driver client, or a `Closed` error once `close()` ran.
-    pub fn client(&self) -> Result<mongodb::Client> {
-        lock(&self.client).clone().ok_or(Error::Closed("client"))
-    }
-
-    /// Remembers an open cursor so that `close()` can kill it on the server.
-    pub fn track(&self, slot: &Arc<CursorSlot>) {
-        let mut cursors = lock(&self.cursors);
-        cursors.retain(|cursor| cursor.strong_count() > 0);
-        cursors.push(Arc::downgrade(slot));
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    // A panic while holding these short critical sections leaves the data valid.
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// A connection to a MongoDB deployment (one connection pool per server).
 #[napi]
@@ -100,12 +68,7 @@ impl NativeClient {
             return Err(error.into());
         }
         Ok(NativeClient {
-            state: Arc::new(ClientState {
-                client: Mutex::new(Some(client)),
-                cursors: Mutex::new(Vec::new()),
-                timeouts,
-                pool,
-            }),
+            state: Arc::new(ClientState::new(client, timeouts, pool)),
             monitor,
         })
     }
@@ -139,18 +102,12 @@ impl NativeClient {
     /// closed): lets a soak test prove that cursors are not leaked.
     #[napi(getter, catch_unwind)]
     pub fn open_cursor_count(&self) -> u32 {
-        let mut cursors = lock(&self.state.cursors);
-        cursors.retain(|cursor| cursor.strong_count() > 0);
-        cursors
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|slot| slot.is_open())
-            .count() as u32
+        self.state.cursors.open_count()
     }
 
     #[napi(getter, catch_unwind)]
     pub fn is_closed(&self) -> bool {
-        lock(&self.state.client).is_none()
+        self.state.is_closed()
     }
 
     /// Kills the client's open cursors on the server, then closes its connections. Idempotent.
@@ -158,14 +115,10 @@ impl NativeClient {
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let state = self.state.clone();
         spawn(env, async move {
-            let Some(client) = lock(&state.client).take() else {
+            let Some(client) = state.take_client() else {
                 return Ok(());
             };
-            let cursors: Vec<_> = lock(&state.cursors)
-                .drain(..)
-                .filter_map(|cursor| cursor.upgrade())
-                .collect();
-            for slot in cursors {
+            for slot in state.cursors.take_all() {
                 // A cursor still busy after the grace period is dropped with the client instead.
                 let _ = tokio::time::timeout(CLOSE_GRACE, slot.close_for_client()).await;
             }

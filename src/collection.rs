@@ -13,10 +13,10 @@ use napi::{
 use napi_derive::napi;
 
 use crate::{
-    batch::BatchOutput,
-    client::ClientState,
-    cursor::{NativeCursor, OpenedCursor},
+    client_state::ClientState,
+    cursor::OpenedCursor,
     error::{Error, Result},
+    format::BatchOutput,
     options::{document_from_bytes, OperationOptions},
     task::spawn,
 };
@@ -93,15 +93,9 @@ impl NativeCollection {
         spawn(env, async move {
             let find = async move { Ok(collection.find(filter).with_options(find).batch().await?) };
             let cursor = deadline.run(&client.pool, find).await?;
-            NativeCursor::open(
-                cursor,
-                single_batch,
-                output,
-                &client,
-                timeout.cursor(deadline),
-                limit,
-            )
-            .await
+            client
+                .open_cursor(cursor, single_batch, output, timeout.cursor(deadline), limit)
+                .await
         })
     }
 
@@ -132,7 +126,9 @@ impl NativeCollection {
                     .await?)
             };
             let cursor = deadline.run(&client.pool, aggregate).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
+            client
+                .open_cursor(cursor, false, output, timeout.cursor(deadline), None)
+                .await
         })
     }
 

@@ -4,7 +4,7 @@ use std::{
     collections::VecDeque,
     sync::{
         atomic::{AtomicU64, Ordering},
-        Arc,
+        Arc, Weak,
     },
 };
 
@@ -15,15 +15,12 @@ use napi_derive::napi;
 use tokio::sync::{watch, Mutex};
 
 use crate::{
-    batch::{
-        document_count, encode_batch, encode_reply_in_parts, is_last_reply, received, BatchOutput,
-        DocumentBatch, PendingBatch,
-    },
-    client::ClientState,
+    batch::{document_count, encode_batch, encode_reply_in_parts, is_last_reply, PendingBatch},
     deadline::{CursorTimeout, Deadline, PoolGate},
     error::{Error, Result},
     events,
-    task::spawn,
+    format::{BatchOutput, DocumentBatch},
+    task::{received, spawn},
 };
 
 enum CursorState {
@@ -46,8 +43,9 @@ struct Reads {
     left: Option<u64>,
 }
 
-/// The part of a cursor its client can reach to close it.
-pub struct CursorSlot {
+/// A cursor's state shared by its JS handle (`NativeCursor`), its reads in flight and its client's
+/// registry (`OpenCursors`), through which the client closes it.
+pub struct SharedCursor {
     reads: Mutex<Reads>,
     /// Reads take a ticket when JS asks (JS order) and fetch in ticket order: several can be in
     /// flight, so one batch is encoded while the next getMore runs, and none is served out of order.
@@ -56,7 +54,7 @@ pub struct CursorSlot {
 }
 
 /// A read's turn to fetch; ending it (dropped on any path) lets the next ticket fetch.
-struct Turn<'a>(&'a CursorSlot);
+struct Turn<'a>(&'a SharedCursor);
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
@@ -64,7 +62,7 @@ impl Drop for Turn<'_> {
     }
 }
 
-impl CursorSlot {
+impl SharedCursor {
     fn new(cursor: RawBatchCursor, limit: Option<u64>) -> Self {
         Self {
             reads: Mutex::new(Reads {
@@ -174,6 +172,44 @@ impl CursorSlot {
     }
 }
 
+/// The open cursors of one client, which its `close()` kills on the server (held weakly: a
+/// cursor JS dropped is gone from here too).
+#[derive(Default)]
+pub struct OpenCursors(std::sync::Mutex<Vec<Weak<SharedCursor>>>);
+
+impl OpenCursors {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Weak<SharedCursor>>> {
+        // A panic while holding these short critical sections leaves the list valid.
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Remembers an open cursor so that `close()` can kill it on the server.
+    fn track(&self, slot: &Arc<SharedCursor>) {
+        let mut cursors = self.lock();
+        cursors.retain(|cursor| cursor.strong_count() > 0);
+        cursors.push(Arc::downgrade(slot));
+    }
+
+    /// How many are open on the server (not exhausted, failed or closed).
+    pub fn open_count(&self) -> u32 {
+        let mut cursors = self.lock();
+        cursors.retain(|cursor| cursor.strong_count() > 0);
+        cursors
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|slot| slot.is_open())
+            .count() as u32
+    }
+
+    /// Every cursor still alive, forgotten here (its client is closing).
+    pub fn take_all(&self) -> Vec<Arc<SharedCursor>> {
+        self.lock()
+            .drain(..)
+            .filter_map(|cursor| cursor.upgrade())
+            .collect()
+    }
+}
+
 /// What a find or aggregate resolves to: its first batch (the first part of the first reply,
 /// encoded) and, while the server has more, the cursor that reads the rest. A result of one batch
 /// (a `findOne`, a page of 20) comes without a cursor: creating the JS object of a native class,
@@ -187,7 +223,7 @@ pub struct OpenedCursor {
 /// An open find or aggregate cursor, past its first batch.
 #[napi]
 pub struct NativeCursor {
-    slot: Arc<CursorSlot>,
+    slot: Arc<SharedCursor>,
     /// `singleBatch` without a limit: the crate has no such option, so stop after one batch.
     single_batch: bool,
     /// What each batch is prepared as for JS.
@@ -206,12 +242,12 @@ impl NativeCursor {
         cursor: RawBatchCursor,
         single_batch: bool,
         output: BatchOutput,
-        client: &ClientState,
+        (cursors, pool): (&OpenCursors, &PoolGate),
         timeout: CursorTimeout,
         limit: Option<u64>,
     ) -> Result<OpenedCursor> {
-        let slot = Arc::new(CursorSlot::new(cursor, limit));
-        client.track(&slot);
+        let slot = Arc::new(SharedCursor::new(cursor, limit));
+        cursors.track(&slot);
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         // The first reply came with the find: reading it takes no connection.
         let first_batch = slot
@@ -226,7 +262,7 @@ impl NativeCursor {
                 single_batch,
                 output,
                 timeout,
-                pool: client.pool.clone(),
+                pool: pool.clone(),
             }),
         })
     }

@@ -14,11 +14,11 @@ use napi::{
 use napi_derive::napi;
 
 use crate::{
-    batch::BatchOutput,
-    client::ClientState,
+    client_state::ClientState,
     collection::{aggregate_options, pipeline_from_bytes},
-    cursor::{NativeCursor, OpenedCursor},
+    cursor::OpenedCursor,
     error::Result,
+    format::BatchOutput,
     options::OperationOptions,
     task::spawn,
 };
@@ -102,7 +102,9 @@ impl NativeDatabase {
                     .await?)
             };
             let cursor = deadline.run(&client.pool, open).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
+            client
+                .open_cursor(cursor, false, output, timeout.cursor(deadline), None)
+                .await
         })
     }
 
@@ -129,7 +131,9 @@ impl NativeDatabase {
             let aggregate =
                 async move { Ok(database.aggregate(stages).with_options(aggregate).batch().await?) };
             let cursor = deadline.run(&client.pool, aggregate).await?;
-            NativeCursor::open(cursor, false, output, &client, timeout.cursor(deadline), None).await
+            client
+                .open_cursor(cursor, false, output, timeout.cursor(deadline), None)
+                .await
         })
     }
 }

@@ -3,6 +3,7 @@
 
 mod batch;
 mod client;
+mod client_state;
 mod collection;
 mod connect;
 mod cursor;
@@ -12,11 +13,11 @@ mod error;
 mod events;
 mod format;
 mod handover;
-mod json;
-mod lazy;
 mod options;
-mod tape;
+mod raw;
 mod task;
+#[cfg(feature = "test-hooks")]
+mod test_hooks;
 
 #[napi_derive::module_init]
 fn init() {

@@ -18,10 +18,9 @@ use napi::{
     threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode},
     Env, JsError, Status,
 };
-use napi_derive::napi;
+use tokio::sync::oneshot;
 
 use crate::{
-    batch::on_rayon,
     error::{Error, Result},
     events::traced,
 };
@@ -148,22 +147,6 @@ fn settle<T: ToNapiValue>(env: &Env, deferred: Deferred, result: Result<T>) {
     }
 }
 
-/// Test-only: panics in the place `place` names (`"sync"`: the exported function itself,
-/// `"async"`: a spawned future, `"decoder"`: a rayon decode task), which must reach JS as an error.
-#[napi(catch_unwind, ts_return_type = "Promise<void>")]
-pub fn test_panic(env: &Env, place: String) -> napi::Result<PromiseRaw<'_, ()>> {
-    match place.as_str() {
-        "sync" => panic_now("sync").map_err(napi::Error::from),
-        "async" => spawn(env, async { panic_now("async") }),
-        "decoder" => spawn(env, on_rayon(|| panic_now("decoder"))),
-        _ => Err(Error::InvalidArgument(format!("testPanic: unknown place '{place}'")).into()),
-    }
-}
-
-fn panic_now<T>(place: &str) -> Result<T> {
-    panic!("rumongo test panic ({place})")
-}
-
 /// The tokio runtime every native operation runs on, installed before the first one.
 ///
 /// One worker thread by default, where tokio would start one per core. Every small read crosses
@@ -187,3 +170,36 @@ pub fn install_runtime() {
 
 /// Worker threads of the I/O runtime (see `install_runtime`).
 const IO_WORKER_THREADS: usize = 1;
+
+// The rayon pool, where large batches are encoded (see `batch.rs`): a panic there must reach JS
+// as an error, never unwind through rayon.
+
+/// Runs `work` on the rayon pool; a panic in it becomes an internal error.
+pub async fn on_rayon<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    let (sender, receiver) = oneshot::channel();
+    send_from_rayon(sender, work);
+    received(receiver).await
+}
+
+/// Runs `work` on the rayon pool and sends its result (a panic: an internal error) to `sender`.
+pub fn send_from_rayon<T: Send + 'static>(
+    sender: oneshot::Sender<Result<T>>,
+    work: impl FnOnce() -> Result<T> + Send + 'static,
+) {
+    rayon::spawn(move || {
+        let _ = sender.send(catching_panics(work));
+    });
+}
+
+/// The result of work started with `send_from_rayon`.
+pub async fn received<T>(receiver: oneshot::Receiver<Result<T>>) -> Result<T> {
+    receiver
+        .await
+        .unwrap_or(Err(Error::Internal("the batch decoder stopped")))
+}
+
+/// Runs `work`; a panic in it becomes an internal error.
+pub fn catching_panics<T>(work: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(AssertUnwindSafe(work))
+        .unwrap_or(Err(Error::Internal("decoding a batch panicked")))
+}

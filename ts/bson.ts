@@ -2,8 +2,9 @@
  * BSON options as the official driver resolves them, and the serialization of values sent to Rust.
  * @module
  */
-import { BSON, ObjectId, type Document } from 'bson'
+import { BSON, Long, ObjectId, type Document } from 'bson'
 import { MongoInvalidArgumentError } from './errors.js'
+import { describe } from './validate.js'
 
 /** How documents are turned into BSON for the server (filters, pipelines, options). */
 export interface BSONSerializeOptions {
@@ -95,30 +96,6 @@ export function toBSON(document: Document, options: BSONSerializeOptions): Buffe
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
-/**
- * A short description of a value for error messages: `undefined`, `null`, `a string ("abc")`,
- * `a number (NaN)`, `an array`, `an object (Date)`, `a function (run)`. A string is quoted (so an
- * empty or blank one shows) and cut to 40 characters.
- */
-export function describe(value: unknown): string {
-  if (value === undefined || value === null) return String(value)
-  if (Array.isArray(value)) return 'an array'
-  switch (typeof value) {
-    case 'object':
-      return `an object (${value.constructor?.name ?? 'null prototype'})`
-    case 'string':
-      return `a string (${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value)})`
-    case 'function':
-      return `a function (${value.name || 'anonymous'})`
-    case 'bigint':
-      return `a bigint (${value}n)`
-    case 'symbol':
-      return `a symbol (${value.description ?? ''})`
-    default:
-      return `a ${typeof value} (${String(value)})`
-  }
-}
-
 /** js-bson's deserialize options. */
 export type DeserializeOptions = Parameters<typeof BSON.deserialize>[1] & {}
 
@@ -132,6 +109,38 @@ export function toDeserializeOptions(options: ResolvedBSONOptions): DeserializeO
     bsonRegExp: options.bsonRegExp,
     validation: { utf8: options.enableUtf8Validation },
   }
+}
+
+/** What the native formats' JS decoders (`format/tape.ts`, `format/lazy.ts`) read from an operation's options. */
+export interface DecoderOptions {
+  promoteValues: boolean
+  /** `promoteLongs && promoteValues`: when js-bson turns an int64 into a number. */
+  promoteNumbers: boolean
+  useBigInt64: boolean
+  deserialize: DeserializeOptions
+}
+
+export function toDecoderOptions(options: ResolvedBSONOptions): DecoderOptions {
+  return {
+    promoteValues: options.promoteValues,
+    promoteNumbers: options.promoteLongs && options.promoteValues,
+    useBigInt64: options.useBigInt64,
+    deserialize: toDeserializeOptions(options),
+  }
+}
+
+/**
+ * js-bson's int64 rule, from the value's signed 32-bit halves: a bigint with `useBigInt64`, a
+ * number within +-2^53 (inclusive) when promoted, else a `Long`. Its one home on the JS side (on
+ * the Rust side: `promoted_int64` in src/raw.rs).
+ */
+export function int64Value(low: number, high: number, options: DecoderOptions): number | Long | bigint {
+  if (options.useBigInt64) return (BigInt(high) << 32n) + BigInt(low >>> 0)
+  // Within +-2^53 exactly when the high half is within +-2^21 (2^53 itself: high 2^21, low 0).
+  if (options.promoteNumbers && high >= -0x200000 && (high < 0x200000 || (high === 0x200000 && low === 0))) {
+    return high * 4294967296 + (low >>> 0)
+  }
+  return Long.fromBits(low, high)
 }
 
 /** An ObjectId from the 12 bytes at `offset`: bson >= 7.3 reads them in place, older 7.x needs a view. */

@@ -5,9 +5,9 @@
  * @module
  */
 import type { Document } from 'bson'
-import { describe } from './bson.js'
 import { MongoInvalidArgumentError, MongoParseError } from './errors.js'
 import { ReadConcern, ReadPreference, ServerApiVersion, type ServerApi } from './read_preference.js'
+import { describe } from './validate.js'
 
 /** How rumongo honours one client option. */
 type Handling =

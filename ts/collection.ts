@@ -3,10 +3,9 @@
  * @module
  */
 import type { Document, ObjectId } from 'bson'
-import { describe, resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
+import { resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { AggregationCursor } from './cursor/aggregation_cursor.js'
 import { FindCursor } from './cursor/find_cursor.js'
-import { LazyFindCursor } from './cursor/lazy_cursor.js'
 import {
   aggregateArrowCursor,
   ArrowCursor,
@@ -19,10 +18,10 @@ import {
 } from './cursor/arrow_cursor.js'
 import type * as ApacheArrow from 'apache-arrow'
 import type { CursorSource } from './cursor/abstract_cursor.js'
-import { createDecoder } from './decode.js'
+import { createDecoder } from './format/index.js'
 import { callNative, MongoAPIError, MongoInvalidArgumentError } from './errors.js'
 import { findJson, pipeJson, type JsonOptions, type PipeJsonResult } from './json.js'
-import type { LazyDocument } from './lazy.js'
+import { LAZY, type LazyDocument } from './format/lazy.js'
 import type { NativeCollection, NativeDatabase } from './native.cjs'
 import { CommandCursor, ListIndexesCursor, runCommand, type CommandCursorOptions } from './commands.js'
 import {
@@ -33,7 +32,6 @@ import {
 } from './inherit.js'
 import type { ReadConcern, ReadPreference } from './read_preference.js'
 import {
-  checkFilter,
   COUNT,
   COUNT_DOCUMENTS,
   DISTINCT,
@@ -48,6 +46,7 @@ import {
   type Hint,
   type ReadOperationOptions,
 } from './options.js'
+import { checkFilter, describe } from './validate.js'
 
 /** `T` with its `_id`: the declared type, or ObjectId when `T` declares none. */
 export type WithId<TSchema> = Omit<TSchema, '_id'> & {
@@ -213,10 +212,12 @@ export class Collection<TSchema extends Document = Document> {
 
   /** A find whose documents come out lazy (findLazy, findCursor `lazy`). */
   #findLazyCursor(filter: Filter<TSchema> | ObjectId, options: FindOptions) {
-    return new LazyFindCursor<LazyDocument<WithId<TSchema>>>(
+    // Lazy documents are built from the batch bytes whatever `raw` says.
+    return new FindCursor<LazyDocument<WithId<TSchema>>>(
       this.#cursorSource(),
       checkFilter(filter),
-      this.#inherit(options),
+      { ...this.#inherit(options), raw: false },
+      LAZY,
     )
   }
 

@@ -4,13 +4,13 @@
  * @module
  */
 import type { Document } from 'bson'
-import { describe, resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
-import { createDecoder } from './decode.js'
+import { resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
+import { createDecoder } from './format/index.js'
 import { AbstractCursor, type CursorSource } from './cursor/abstract_cursor.js'
 import { callNative, MongoInvalidArgumentError } from './errors.js'
 import type { NativeDatabase } from './native.cjs'
-import { isPlainObject } from './options.js'
 import { ReadPreference, type ReadPreferenceMode } from './read_preference.js'
+import { describe, isPlainObject } from './validate.js'
 
 /**
  * The commands `db.command()` runs: those that only read (data, metadata or server state).

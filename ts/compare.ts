@@ -3,8 +3,8 @@
  * type), key order, `NaN` equal to itself, `-0` different from `0`. Reports the first difference.
  * @module
  */
-import { describe } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
+import { describe } from './validate.js'
 
 /** Options of `firstDifference`. */
 export interface CompareOptions {

@@ -4,7 +4,6 @@
  */
 import type { Document } from 'bson'
 import {
-  describe,
   DEFAULT_BSON_OPTIONS,
   resolveBSONOptions,
   type BSONOptions,
@@ -30,8 +29,9 @@ import {
   type InheritedOptions,
 } from './inherit.js'
 import type { NativeCollection, NativeDatabase } from './native.cjs'
-import { isPlainObject, type AggregateOptions } from './options.js'
+import type { AggregateOptions } from './options.js'
 import type { ReadConcern, ReadPreference } from './read_preference.js'
+import { describe, isPlainObject } from './validate.js'
 
 /** What a database needs from its client. */
 export interface DbParent {

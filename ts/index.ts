@@ -81,7 +81,7 @@ export {
 export type { ArrowOptions, ArrowSchemaSpec, ArrowTypeName, ArrowTypeSpec } from './format/arrow.js'
 export { FindCursor } from './cursor/find_cursor.js'
 export { AggregationCursor } from './cursor/aggregation_cursor.js'
-export { isLazyDocument, materialize, type LazyDocument } from './lazy.js'
+export { isLazyDocument, materialize, type LazyDocument } from './format/lazy.js'
 export {
   firstDifference,
   shadow,
@@ -107,18 +107,11 @@ export {
   type ReduceFunction,
   type WorkerPoolCloseOptions,
   type WorkerPoolOptions,
-} from './worker_pool.js'
-export {
-  Model,
-  ModelQuery,
-  type ModelFields,
-  type ModelFindOptions,
-  type ModelOptions,
-  type ModelPromise,
-  type MongooseModelLike,
-  type SanitizeFilterOptions,
-  type Selection,
-} from './model.js'
+} from './pool/pool.js'
+export { Model, type ModelOptions, type SanitizeFilterOptions } from './model/model.js'
+export { ModelQuery, type ModelFindOptions, type ModelPromise } from './model/query.js'
+export type { ModelFields, Selection } from './model/selection.js'
+export type { MongooseModelLike } from './model/mongoose.js'
 export type {
   AggregateOptions,
   CollationOptions,

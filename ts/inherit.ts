@@ -5,7 +5,6 @@
  * @module
  */
 import type { Document } from 'bson'
-import { describe } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
 import {
   ReadConcern,
@@ -13,6 +12,7 @@ import {
   type ReadConcernLevel,
   type ReadPreferenceMode,
 } from './read_preference.js'
+import { describe } from './validate.js'
 
 /** The options a database or collection passes on to its operations. */
 export interface InheritableOptions {

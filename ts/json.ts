@@ -1,31 +1,20 @@
 /**
  * Query results as JSON text, transcoded from BSON in Rust without building JS objects:
- * `Collection.findJson` (a Buffer) and `Collection.pipeJson` (streamed into a Writable).
+ * `Collection.findJson` (a Buffer) and `Collection.pipeJson` (streamed into a Writable). The
+ * format itself (what Rust writes, how JS completes it) is `format/json.ts`.
  * @module
  */
 import type { Writable } from 'node:stream'
-import { BSON, EJSON, type Document } from 'bson'
-import { DEFAULT_BSON_OPTIONS, describe, type ResolvedBSONOptions } from './bson.js'
-import type { BatchDecode, CursorSource } from './cursor/abstract_cursor.js'
+import type { Document } from 'bson'
+import { DEFAULT_BSON_OPTIONS } from './bson.js'
+import type { CursorSource } from './cursor/abstract_cursor.js'
 import { FindCursor } from './cursor/find_cursor.js'
 import { MongoInvalidArgumentError, MongoOperationTimeoutError } from './errors.js'
-import { BatchOutput, type DocumentBatch } from './native.cjs'
+import { jsonFormat, type JsonChunk, type JsonFormat } from './format/json.js'
 import type { FindOptions } from './options.js'
 
-/**
- * The JSON rendering of the documents, each byte for byte what JavaScript gives for the official
- * driver's documents:
- * - `'relaxed'` (default): `EJSON.stringify(docs, { relaxed: true })`: ObjectId as `{"$oid":...}`,
- *   Date as `{"$date":"...Z"}` (years 1970-9999, else `{"$date":{"$numberLong":...}}`), numbers as
- *   JSON numbers, NaN/Infinity as `{"$numberDouble":"NaN"}`, Decimal128 as `{"$numberDecimal":...}`,
- *   Binary as `{"$binary":{"base64":...,"subType":...}}`. Parse it back with `EJSON.parse`.
- * - `'plain'`: `JSON.stringify(docs)`: ObjectId as its hex string, Date as its ISO string, Binary as
- *   base64, NaN/Infinity as `null`, Decimal128 as `{"$numberDecimal":...}`, an int64 beyond +-2^53
- *   as the official driver's `Long` serializes (`{"high":...,"low":...,"unsigned":false}`).
- *
- * Strings are escaped as `JSON.stringify` escapes them (U+2028/2029 stay raw, which JSON allows).
- */
-export type JsonFormat = 'relaxed' | 'plain'
+export type { JsonFormat } from './format/json.js'
+import { describe } from './validate.js'
 
 /** Options of `findJson` / `pipeJson`: those of `find`, plus the output format. */
 export interface JsonOptions extends FindOptions {
@@ -38,12 +27,6 @@ export interface PipeJsonResult {
   count: number
   /** Bytes of JSON written. */
   bytes: number
-}
-
-/** One server batch as JSON: its documents, comma-separated, in parts to write one after another. */
-interface JsonChunk {
-  parts: Buffer[]
-  count: number
 }
 
 /** Decode options that would change the documents the JSON renders: not applicable here. */
@@ -60,88 +43,30 @@ const OPEN = Buffer.from('[')
 const COMMA = Buffer.from(',')
 const CLOSE = Buffer.from(']')
 
-/** A find whose batches arrive as JSON chunks. */
-class JsonCursor extends FindCursor<JsonChunk> {
-  readonly #format: JsonFormat
-
-  constructor(source: CursorSource, filter: Document, options: JsonOptions) {
-    const format = options.format ?? 'relaxed'
-    if (format !== 'relaxed' && format !== 'plain') {
-      throw new MongoInvalidArgumentError(`format must be 'relaxed' or 'plain', got ${describe(format)}`)
-    }
-    for (const name of SHAPING_BSON_OPTIONS) {
-      if (options[name] !== undefined && options[name] !== DEFAULT_BSON_OPTIONS[name]) {
-        throw new MongoInvalidArgumentError(
-          `${name} does not apply to JSON output, which renders the official driver's default documents`,
-        )
-      }
-    }
-    super(source, filter, { ...options, raw: false })
-    this.#format = format
-  }
-
-  protected override batchOutput(): BatchOutput {
-    return this.#format === 'plain' ? BatchOutput.PlainJson : BatchOutput.RelaxedJson
-  }
-
-  protected override batchDecode(bsonOptions: ResolvedBSONOptions): BatchDecode {
-    const toJson = batchJson(this.#format, bsonOptions)
-    return (batch) => [{ parts: toJson(batch), count: batch.count }]
-  }
-}
-
 /**
- * A native JSON batch's text (its documents, comma-separated) with the documents Rust deferred
- * rendered into place, in parts whose concatenation is the text.
- * @internal
+ * A find whose batches arrive as JSON chunks; fails at the call site on a format or a decode option
+ * that does not apply.
  */
-export function batchJson(
-  format: JsonFormat,
-  bsonOptions: ResolvedBSONOptions,
-): (batch: DocumentBatch) => Buffer[] {
-  const render = deferredRenderer(format, bsonOptions)
-  return (batch) => jsonText(batch, render)
-}
-
-/**
- * Renders a document Rust left to js-bson (a rare type, or bytes js-bson decides on): decoded as
- * the official driver decodes it, then stringified, so the result (or the error) is the official one.
- */
-function deferredRenderer(
-  format: JsonFormat,
-  bsonOptions: ResolvedBSONOptions,
-): (bytes: Uint8Array) => string {
-  const options = { validation: { utf8: bsonOptions.enableUtf8Validation } }
-  return format === 'plain'
-    ? (bytes) => JSON.stringify(BSON.deserialize(bytes, options))
-    : (bytes) => EJSON.stringify(BSON.deserialize(bytes, options), { relaxed: true })
-}
-
-/** The batch's JSON text with its deferred documents rendered into place, in parts. */
-function jsonText(batch: DocumentBatch, render: (bytes: Uint8Array) => string): Buffer[] {
-  const deferred = batch.jsonDeferred!
-  if (deferred.length === 0) return batch.json!
-  // Rare (a type or key only js-bson renders): the parts are joined to splice the renderings in.
-  const text = Buffer.concat(batch.json!)
-  const parts: Buffer[] = []
-  let copied = 0
-  for (let index = 0; index < deferred.length; index += 3) {
-    const [at, start, length] = [deferred[index], deferred[index + 1], deferred[index + 2]]
-    parts.push(
-      text.subarray(copied, at),
-      Buffer.from(render(batch.documents!.subarray(start, start + length))),
-    )
-    copied = at
+function jsonCursor(source: CursorSource, filter: Document, options: JsonOptions): FindCursor<JsonChunk> {
+  const format = options.format ?? 'relaxed'
+  if (format !== 'relaxed' && format !== 'plain') {
+    throw new MongoInvalidArgumentError(`format must be 'relaxed' or 'plain', got ${describe(format)}`)
   }
-  parts.push(text.subarray(copied))
-  return [Buffer.concat(parts)]
+  for (const name of SHAPING_BSON_OPTIONS) {
+    if (options[name] !== undefined && options[name] !== DEFAULT_BSON_OPTIONS[name]) {
+      throw new MongoInvalidArgumentError(
+        `${name} does not apply to JSON output, which renders the official driver's default documents`,
+      )
+    }
+  }
+  return new FindCursor<JsonChunk>(source, filter, { ...options, raw: false }, jsonFormat(format))
 }
 
 /**
  * The parts of the JSON array of the cursor's documents; counts what it yields into `written`.
  * The first batch is read before the first part: a query the server refuses fails before any byte.
  */
-async function* jsonArray(cursor: JsonCursor, written: PipeJsonResult): AsyncGenerator<Buffer> {
+async function* jsonArray(cursor: FindCursor<JsonChunk>, written: PipeJsonResult): AsyncGenerator<Buffer> {
   const part = (bytes: Buffer) => {
     written.bytes += bytes.length
     return bytes
@@ -162,7 +87,7 @@ export async function findJson(
   filter: Document,
   options: JsonOptions,
 ): Promise<Buffer> {
-  const cursor = new JsonCursor(source, filter, options)
+  const cursor = jsonCursor(source, filter, options)
   const parts: Buffer[] = []
   try {
     for await (const part of jsonArray(cursor, { count: 0, bytes: 0 })) parts.push(part)
@@ -196,7 +121,7 @@ export async function pipeJson(
   }
   // A bad filter or options, like a query the server refuses, fail before any byte is written: the
   // caller can still answer (an HTTP 400 with the error's message).
-  const cursor = new JsonCursor(source, checkedFilter(), options)
+  const cursor = jsonCursor(source, checkedFilter(), options)
   receiving.add(destination)
   const watch = watchDestination(writable, timeoutMS)
   const written: PipeJsonResult = { count: 0, bytes: 0 }

@@ -3,7 +3,6 @@
  * @module
  */
 import {
-  describe,
   DEFAULT_BSON_OPTIONS,
   isBSONOptionName,
   resolveBSONOptions,
@@ -34,6 +33,7 @@ import { CommandLogger, type LoggingOptions } from './logging.js'
 import { NativeClient, type NativeCollection } from './native.cjs'
 import { CommandTracer, startTracing, tracerProviderRegistered } from './telemetry.js'
 import { ReadConcern, ReadPreference, type ServerApi, type ServerApiVersion } from './read_preference.js'
+import { describe } from './validate.js'
 
 /**
  * Client options: the connection-string options (same names as in the URI and the official

@@ -4,14 +4,9 @@
  * @module
  */
 import type { Document } from 'bson'
-import {
-  describe,
-  isBSONOptionName,
-  resolveBSONOptions,
-  type BSONOptions,
-  type ResolvedBSONOptions,
-} from './bson.js'
+import { isBSONOptionName, resolveBSONOptions, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
+import { describe, isPlainObject } from './validate.js'
 
 /** One sort direction, as the official driver accepts it. */
 export type SortDirection = 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending' | { $meta: string }
@@ -133,7 +128,7 @@ export interface DistinctOptions extends ReadOperationOptions {
   collation?: CollationOptions
 }
 
-type OptionKind =
+export type OptionKind =
   | 'integer'
   | 'boolean'
   | 'document'
@@ -145,9 +140,18 @@ type OptionKind =
   | 'timeoutMode'
   | 'explain'
 
-interface OperationSpec {
+/**
+ * One operation's options, declared once: each option's kind (its type and validation, see
+ * `normalizeOption`) and where it goes. Every option in `options` is sent to Rust, which takes
+ * exactly these keys and rejects any other (src/options.rs `finish`), except those in `local`,
+ * which the TypeScript layer acts on itself. `__tests__/option_schema.test.ts` checks the two
+ * sides agree.
+ */
+export interface OperationSpec {
   name: string
   options: Readonly<Record<string, OptionKind>>
+  /** Options acted on here and never sent to Rust (`explain`: the cursor runs an explain command). */
+  local?: readonly string[]
   /** Official driver options rumongo does not implement: rejected, never silently ignored. */
   unsupported: readonly string[]
 }
@@ -185,6 +189,7 @@ export const FIND: OperationSpec = {
     timeoutMode: 'timeoutMode',
     explain: 'explain',
   },
+  local: ['explain'],
   unsupported: [...NOT_ON_READ_PATH, 'tailable', 'awaitData', 'maxAwaitTimeMS', 'oplogReplay'],
 }
 
@@ -201,6 +206,7 @@ export const AGGREGATE: OperationSpec = {
     timeoutMode: 'timeoutMode',
     explain: 'explain',
   },
+  local: ['explain'],
   unsupported: [...NOT_ON_READ_PATH, 'bypassDocumentValidation', 'writeConcern', 'out'],
 }
 
@@ -296,28 +302,6 @@ function normalizeOption(operation: string, key: string, kind: OptionKind, value
         ? value
         : fail('a boolean, a verbosity or { verbosity, maxTimeMS }')
   }
-}
-
-/** A filter must be a plain object; an ObjectId means `{ _id: id }` (as in the official driver). */
-export function checkFilter(filter: unknown): Document {
-  if (isPlainObject(filter)) return filter
-  if (typeof filter === 'object' && filter !== null && (filter as Document)._bsontype === 'ObjectId') {
-    return { _id: filter }
-  }
-  throw new MongoInvalidArgumentError(
-    `Query filter must be a plain object or ObjectId, got ${describe(filter)}`,
-  )
-}
-
-/** True for `{...}` objects (any prototype but arrays, Maps and BSON values). */
-export function isPlainObject(value: unknown): value is Document {
-  return (
-    typeof value === 'object' &&
-    value !== null &&
-    !Array.isArray(value) &&
-    !(value instanceof Map) &&
-    !('_bsontype' in value)
-  )
 }
 
 function sortDirection(value: unknown): 1 | -1 | { $meta: string } {

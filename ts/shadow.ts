@@ -5,7 +5,6 @@
  */
 import { Readable } from 'node:stream'
 import type { Document } from 'bson'
-import { describe } from './bson.js'
 import type { Collection, Filter, WithId } from './collection.js'
 import { firstDifference, redactValue, typeName, type DifferenceReason } from './compare.js'
 import { MongoInvalidArgumentError } from './errors.js'
@@ -19,6 +18,7 @@ import type {
 } from './options.js'
 
 export { firstDifference, type CompareOptions, type Difference, type DifferenceReason } from './compare.js'
+import { describe } from './validate.js'
 
 /** Which driver: `'official'` (the `mongodb` package) or `'rumongo'`. */
 export type ShadowSide = 'official' | 'rumongo'

@@ -20,10 +20,9 @@ use self::{
     schema::{arrow_schema, infer_schema, parse_schema, schema_json, FieldSpec},
 };
 use crate::{
-    batch::on_rayon,
     error::{Error, Result},
     handover::Bytes,
-    task::spawn,
+    task::{on_rayon, spawn},
 };
 
 /// How an encoder builds its batches (see `ArrowOptions` in `ts/format/arrow.ts`).

@@ -5,8 +5,8 @@
  */
 import { Readable } from 'node:stream'
 import { Long, type Document } from 'bson'
-import { describe, type ResolvedBSONOptions } from '../bson.js'
-import { createDecoder } from '../decode.js'
+import type { ResolvedBSONOptions } from '../bson.js'
+import { DOCUMENTS, type BatchFormat } from '../format/index.js'
 import {
   callNative,
   MongoCursorExhaustedError,
@@ -14,7 +14,7 @@ import {
   MongoInvalidArgumentError,
 } from '../errors.js'
 import {
-  BatchOutput,
+  type BatchOutput,
   type DocumentBatch,
   type NativeCollection,
   type NativeCursor,
@@ -25,6 +25,7 @@ import { MongoDBNamespace } from '../namespace.js'
 import type { ReadConcernLike } from '../options.js'
 import { ReadConcern, ReadPreference, type ReadPreferenceMode } from '../read_preference.js'
 import { learnDocumentSize } from './batch_size.js'
+import { checkFunction, describe } from '../validate.js'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
 export interface CursorSource {
@@ -52,9 +53,6 @@ type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'failed' | 'closed
  */
 const DEFAULT_PREFETCH = 2
 
-/** Turns one native batch into the items a cursor yields. */
-export type BatchDecode = (batch: DocumentBatch) => unknown[]
-
 /**
  * A cursor over query results. Lazy: nothing is sent until the first read.
  * Also a thenable, so `await collection.find(filter)` resolves to the array of all documents.
@@ -63,9 +61,11 @@ export abstract class AbstractCursor<TSchema = Document>
   implements AsyncIterable<TSchema>, PromiseLike<TSchema[]>
 {
   readonly #source: CursorSource
+  /** What each server batch is prepared as, and how it becomes this cursor's items. */
+  readonly #format: BatchFormat
   #state: CursorState = 'new'
   #native: NativeCursor | null = null
-  #decode: BatchDecode | null = null
+  #decode: ((batch: DocumentBatch) => unknown[]) | null = null
   #buffer: unknown[] = []
   #position = 0
   #fetching: Promise<boolean> | null = null
@@ -92,8 +92,9 @@ export abstract class AbstractCursor<TSchema = Document>
   /** The kill of the server cursor after a failure found in JS, which `close()` waits for. */
   #killing: Promise<void> | undefined = undefined
 
-  protected constructor(source: CursorSource) {
+  protected constructor(source: CursorSource, format: BatchFormat = DOCUMENTS) {
     this.#source = source
+    this.#format = format
   }
 
   /** The database and collection this cursor reads (`String(namespace)`: `db.collection`). */
@@ -183,15 +184,14 @@ export abstract class AbstractCursor<TSchema = Document>
     sizeKey?: string
   }>
 
-  /** What the native cursor prepares from each batch: the tape, or raw BSON when asked for. */
-  protected batchOutput(bsonOptions: ResolvedBSONOptions): BatchOutput {
-    return bsonOptions.raw ? BatchOutput.Raw : BatchOutput.Tape
+  /** The batch format this cursor reads (documents, lazy documents, JSON). */
+  protected get format(): BatchFormat {
+    return this.#format
   }
 
-  /** How a batch becomes the cursor's items: documents as the official driver decodes them. */
-  protected batchDecode(bsonOptions: ResolvedBSONOptions): BatchDecode {
-    const decoder = createDecoder(bsonOptions)
-    return (batch) => decoder.decodeBatch(batch)
+  /** What the native cursor prepares from each batch, as the cursor's format says. */
+  protected batchOutput(bsonOptions: ResolvedBSONOptions): BatchOutput {
+    return this.#format.output(bsonOptions)
   }
 
   /**
@@ -441,7 +441,7 @@ export abstract class AbstractCursor<TSchema = Document>
         this.#native = opened.cursor ?? null
         this.#serverHasMore = this.#native !== null
         firstBatch = opened.firstBatch
-        this.#decode = this.batchDecode(bsonOptions)
+        this.#decode = this.#format.decoder(bsonOptions)
         this.#sizeKey = sizeKey
       } catch (error) {
         this.#fail(error)
@@ -567,12 +567,6 @@ export abstract class AbstractCursor<TSchema = Document>
     throw new MongoCursorExhaustedError(`Cursor is exhausted: an earlier read failed (${reason})`, {
       cause: this.#failure,
     })
-  }
-}
-
-function checkFunction(method: string, value: unknown): void {
-  if (typeof value !== 'function') {
-    throw new MongoInvalidArgumentError(`${method} expects a function, got ${describe(value)}`)
   }
 }
 

@@ -4,19 +4,20 @@
  * @module
  */
 import type { Document } from 'bson'
-import { describe, toBSON } from '../bson.js'
+import { toBSON } from '../bson.js'
 import { callNative, MongoInvalidArgumentError } from '../errors.js'
 import {
   AGGREGATE,
-  isPlainObject,
   normalizeOperationOption,
   resolveOperationOptions,
   type AggregateOptions,
 } from '../options.js'
+import type { BatchFormat } from '../format/index.js'
 import { aggregateCommand, runExplain, type ExplainCommandOptions } from '../explain.js'
 import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
 import { withDefaultBatchSize } from './batch_size.js'
+import { describe, isPlainObject } from '../validate.js'
 
 const WRITE_STAGES = ['$out', '$merge']
 
@@ -25,9 +26,14 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
   readonly #pipeline: Document[]
   readonly #options: AggregateOptions
 
-  /** @internal Created by `Collection.aggregate`. */
-  constructor(source: CursorSource, pipeline: readonly Document[], options: AggregateOptions) {
-    super(source)
+  /** @internal Created by `Collection.aggregate` (with a format: another batch format than documents). */
+  constructor(
+    source: CursorSource,
+    pipeline: readonly Document[],
+    options: AggregateOptions,
+    format?: BatchFormat,
+  ) {
+    super(source, format)
     if (!Array.isArray(pipeline)) {
       throw new MongoInvalidArgumentError(`aggregate pipeline must be an array, got ${describe(pipeline)}`)
     }
@@ -73,7 +79,7 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
   }
 
   override clone(): AggregationCursor<TSchema> {
-    return new AggregationCursor<TSchema>(this.source, this.#pipeline, this.#options)
+    return new AggregationCursor<TSchema>(this.source, this.#pipeline, this.#options, this.format)
   }
 
   protected override get readOptions(): Document {

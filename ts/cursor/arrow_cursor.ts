@@ -8,7 +8,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { Document, Long } from 'bson'
 import type * as ApacheArrow from 'apache-arrow'
-import { describe, type ResolvedBSONOptions } from '../bson.js'
+import { describe } from '../validate.js'
 import {
   callNative,
   callNativeSync,
@@ -19,6 +19,7 @@ import {
   END_OF_STREAM,
   loadApacheArrow,
   nativeFields,
+  RAW_BATCHES,
   schemaProjection,
   streamChunks,
   TYPE_MISMATCHES_KEY,
@@ -26,9 +27,9 @@ import {
   type IpcBatch,
   type NativeFields,
 } from '../format/arrow.js'
-import { BatchOutput, NativeArrowEncoder, type DocumentBatch } from '../native.cjs'
+import { NativeArrowEncoder, type DocumentBatch } from '../native.cjs'
 import type { AggregateOptions, FindOptions } from '../options.js'
-import { AbstractCursor, CursorIterator, type BatchDecode, type CursorSource } from './abstract_cursor.js'
+import { AbstractCursor, CursorIterator, type CursorSource } from './abstract_cursor.js'
 import { AggregationCursor } from './aggregation_cursor.js'
 import { FindCursor } from './find_cursor.js'
 
@@ -82,28 +83,6 @@ const SHAPING_BSON_OPTIONS = [
   'useBigInt64',
   'bsonRegExp',
 ]
-
-/** The raw server batches of a find. */
-class RawBatchFindCursor extends FindCursor<DocumentBatch> {
-  protected override batchOutput(): BatchOutput {
-    return BatchOutput.Raw
-  }
-
-  protected override batchDecode(_bsonOptions: ResolvedBSONOptions): BatchDecode {
-    return (batch) => [batch]
-  }
-}
-
-/** The raw server batches of an aggregate. */
-class RawBatchAggregationCursor extends AggregationCursor<DocumentBatch> {
-  protected override batchOutput(): BatchOutput {
-    return BatchOutput.Raw
-  }
-
-  protected override batchDecode(_bsonOptions: ResolvedBSONOptions): BatchDecode {
-    return (batch) => [batch]
-  }
-}
 
 /** An Arrow read's options, split into the query's and the Arrow ones (checked). */
 function splitOptions<T extends Document>(options: T, method: string) {
@@ -168,7 +147,7 @@ export function findArrowCursor(
   // The caller's `projection` key wins, even undefined (a server that takes no projection).
   if (fields !== undefined && !('projection' in query)) query.projection = schemaProjection(fields)
   if (query.projection === undefined) delete query.projection
-  const documents = new RawBatchFindCursor(source, filter, query)
+  const documents = new FindCursor<DocumentBatch>(source, filter, query, RAW_BATCHES)
   if (tableBatches) documents.prefetch(TABLE_PREFETCH)
   return new ArrowCursor(documents, encoder, rowsPerBatch, tableBatches ? TABLE_BATCH_BYTES : 0)
 }
@@ -185,7 +164,7 @@ export function aggregateArrowCursor(
     Array.isArray(pipeline) && fields !== undefined
       ? [...pipeline, { $project: schemaProjection(fields) }]
       : pipeline
-  const documents = new RawBatchAggregationCursor(source, stages, query)
+  const documents = new AggregationCursor<DocumentBatch>(source, stages, query, RAW_BATCHES)
   if (tableBatches) documents.prefetch(TABLE_PREFETCH)
   return new ArrowCursor(documents, encoder, rowsPerBatch, tableBatches ? TABLE_BATCH_BYTES : 0)
 }

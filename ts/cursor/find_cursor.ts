@@ -6,7 +6,6 @@ import type { Document } from 'bson'
 import { toBSON } from '../bson.js'
 import { callNative } from '../errors.js'
 import {
-  checkFilter,
   FIND,
   normalizeOperationOption,
   resolveOperationOptions,
@@ -16,19 +15,21 @@ import {
   type Sort,
   type SortDirection,
 } from '../options.js'
+import type { BatchFormat } from '../format/index.js'
 import { findCommand, runExplain, type ExplainCommandOptions } from '../explain.js'
 import type { ExplainVerbosityLike } from '../read_preference.js'
 import { AbstractCursor, type CursorSource } from './abstract_cursor.js'
 import { findSizeKey, withDefaultBatchSize } from './batch_size.js'
+import { checkFilter } from '../validate.js'
 
 /** A cursor over the results of a `find`. Set options with the builder methods before reading. */
 export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
   #filter: Document
   readonly #options: FindOptions
 
-  /** @internal Created by `Collection.find`. */
-  constructor(source: CursorSource, filter: Document, options: FindOptions) {
-    super(source)
+  /** @internal Created by `Collection.find` (and `findLazy`, `findJson`, with their format). */
+  constructor(source: CursorSource, filter: Document, options: FindOptions, format?: BatchFormat) {
+    super(source, format)
     // Fail at the call site, not at the first read, on a bad option.
     resolveOperationOptions(FIND, options, source.bsonOptions)
     this.#filter = filter
@@ -52,14 +53,15 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     return { opened, bsonOptions: bson, sizeKey }
   }
 
-  /** A new, unstarted cursor of the same kind (lazy cursors stay lazy) with the same query. */
+  /** A new, unstarted cursor of the same kind and format (lazy cursors stay lazy) with the same query. */
   override clone(): FindCursor<TSchema> {
     const Kind = this.constructor as new (
       source: CursorSource,
       filter: Document,
       options: FindOptions,
+      format: BatchFormat,
     ) => FindCursor<TSchema>
-    return new Kind(this.source, this.#filter, this.#options)
+    return new Kind(this.source, this.#filter, this.#options, this.format)
   }
 
   protected override get readOptions(): Document {

@@ -6,7 +6,9 @@
  */
 import type { Document } from 'bson'
 import type * as ApacheArrow from 'apache-arrow'
-import { describe } from '../bson.js'
+import { describe } from '../validate.js'
+import type { BatchFormat } from './index.js'
+import { BatchOutput } from '../native.cjs'
 import { MongoInvalidArgumentError, MongoMissingDependencyError } from '../errors.js'
 
 /** The column types of an Arrow result, by name (see {@link ArrowSchemaSpec}). */
@@ -204,6 +206,15 @@ export function schemaProjection(fields: NativeFields): Document {
   for (const { name } of fields) projection[name] = 1
   if (!('_id' in projection)) projection._id = 0
   return projection
+}
+
+/**
+ * The format of the cursors Arrow reads run: each item is a server batch as its documents' raw BSON
+ * (`src/format/raw.rs`), which the query's `NativeArrowEncoder` builds into record batches.
+ */
+export const RAW_BATCHES: BatchFormat = {
+  output: () => BatchOutput.Raw,
+  decoder: () => (batch) => [batch],
 }
 
 /** Metadata key of a table's type-mismatch counts (JSON `{ path: count }`). */

@@ -1,18 +1,18 @@
 /**
- * A WorkerPool thread (see ts/worker_pool.ts): one rumongo client per thread, reductions run here so
- * that decoding and reducing documents never block the main thread's event loop. Loads rumongo by
- * its package name, so it shares the build (CommonJS) the package resolves to.
+ * A WorkerPool thread (see pool.ts): one rumongo client per thread, reductions run here so that
+ * decoding and reducing documents never block the main thread's event loop. Loads rumongo's
+ * CommonJS entry (`dist/index.js`), the build the package resolves to for both module systems.
  * @module
  */
 import { parentPort, workerData } from 'node:worker_threads'
-import { BSON, MongoClient, MongoError, MongoInvalidArgumentError, type Document } from 'rumongo'
-import type {
-  PoolWorkerData,
-  ReduceRequest,
-  ReducerSpec,
-  SerializedError,
-  WorkerReply,
-  WorkerRequest,
+import { BSON, MongoClient, MongoInvalidArgumentError, type Document } from '../index.js'
+import {
+  serializeError,
+  type PoolWorkerData,
+  type ReduceRequest,
+  type ReducerSpec,
+  type WorkerReply,
+  type WorkerRequest,
 } from './protocol.js'
 
 type ReduceFunction = (accumulator: unknown, document: Document) => unknown
@@ -40,23 +40,6 @@ const running = new Map<number, RunningCall>()
 
 function post(reply: WorkerReply): void {
   port.postMessage(reply)
-}
-
-/** `error` as it crosses threads; `seen` stops a cause chain that loops. */
-function serializeError(error: unknown, seen = new Set<unknown>()): SerializedError {
-  if (!(error instanceof Error)) return { name: 'Error', message: String(error) }
-  seen.add(error)
-  const { name, message, stack, cause } = error
-  const { code, codeName } = error as { code?: unknown; codeName?: unknown }
-  return {
-    name,
-    message,
-    stack,
-    ...(typeof code === 'number' || typeof code === 'string' ? { code } : {}),
-    ...(typeof codeName === 'string' ? { codeName } : {}),
-    ...(error instanceof MongoError ? { errorLabels: error.errorLabels } : {}),
-    ...(cause instanceof Error && !seen.has(cause) ? { cause: serializeError(cause, seen) } : {}),
-  }
 }
 
 function compileFunction(source: string): ReduceFunction {

@@ -1,67 +1,13 @@
-//! The field index of lazy documents (`findLazy`, `ts/lazy.ts`): where each top-level element of
+//! The field index of lazy documents (`findLazy`, `ts/format/lazy.ts`): where each top-level element of
 //! each document of a batch starts, and which documents share their keys (a shape), so JS finds a
 //! field without walking the document and without building an index per document.
 
 use std::collections::HashMap;
 
-use crate::error::{Error, Result};
-
-/// Walks the top-level elements of one BSON document, checking their framing as js-bson's
-/// `parseToElements` does (the official driver's reply parser): a document whose element framing
-/// is broken fails the read in both drivers, while broken values (invalid UTF-8, a bad boolean) are
-/// left to whoever decodes them. Calls `on_element` with each element's type byte offset and key.
-/// The document's length prefix and terminator are checked by the caller.
-pub(crate) fn walk_elements(document: &[u8], mut on_element: impl FnMut(usize, &[u8])) -> Result<()> {
-    let malformed = |message| Err(Error::MalformedBson(message));
-    // Index of the document's terminator.
-    let end = document.len() - 1;
-    let null_after = |start: usize| match document.get(start..end) {
-        Some(rest) => rest.iter().position(|&byte| byte == 0).map(|nul| start + nul),
-        None => None,
-    };
-    let size_at = |at: usize| {
-        let bytes = document.get(at..at + 4)?.try_into().ok()?;
-        usize::try_from(i32::from_le_bytes(bytes)).ok()
-    };
-    let mut at = 4;
-    loop {
-        let type_at = at;
-        let tag = document[at];
-        at += 1;
-        if tag == 0 {
-            return if at == document.len() {
-                Ok(())
-            } else {
-                malformed("invalid 0x00 type byte")
-            };
-        }
-        let Some(key_end) = null_after(at) else {
-            return malformed("null terminator not found");
-        };
-        on_element(type_at, &document[at..key_end]);
-        at = key_end + 1;
-        let length = match tag {
-            0x01 | 0x09 | 0x11 | 0x12 => Some(8),
-            0x10 => Some(4),
-            0x07 => Some(12),
-            0x13 => Some(16),
-            0x08 => Some(1),
-            0x06 | 0x0A | 0x7F | 0xFF => Some(0),
-            0x0B => null_after(at)
-                .and_then(|pattern_end| null_after(pattern_end + 1))
-                .map(|flags_end| flags_end + 1 - at),
-            0x03 | 0x04 | 0x0F => size_at(at),
-            0x02 | 0x0D | 0x0E => size_at(at).map(|size| size + 4),
-            0x05 => size_at(at).map(|size| size + 5),
-            0x0C => size_at(at).map(|size| size + 16),
-            _ => return malformed("invalid type byte"),
-        };
-        match length {
-            Some(length) if at + length <= end => at += length,
-            _ => return malformed("value reports length larger than document"),
-        }
-    }
-}
+use crate::{
+    error::{Error, Result},
+    raw::walk_elements,
+};
 
 /// Indexes `count` documents stored back to back in `documents`. Per document, in order:
 /// `[start, shape, element count, offset of each element's type byte...]`, offsets counted from

@@ -7,23 +7,21 @@ import { availableParallelism } from 'node:os'
 import { isAbsolute, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Worker, type ResourceLimits } from 'node:worker_threads'
-import { BSON, BSONError, type Document, type ObjectId } from 'bson'
-import { describe } from './bson.js'
-import type { Filter, WithId } from './collection.js'
-import * as errors from './errors.js'
+import { BSON, type Document, type ObjectId } from 'bson'
+import type { Filter, WithId } from '../collection.js'
 import {
   ErrorCode,
-  MongoError,
   MongoInvalidArgumentError,
   MongoOperationTimeoutError,
   MongoWorkerPoolError,
-} from './errors.js'
-import { MongoClient, type MongoClientOptions } from './mongo_client.js'
-import { checkFilter, type FindOptions } from './options.js'
-import type { ReduceRequest, ReducerSpec, SerializedError, WorkerReply } from '../worker/protocol.js'
+} from '../errors.js'
+import { MongoClient, type MongoClientOptions } from '../mongo_client.js'
+import type { FindOptions } from '../options.js'
+import { rebuildError, type ReduceRequest, type ReducerSpec, type WorkerReply } from './protocol.js'
+import { checkCount, checkFilter, checkName, checkTimeout, describe } from '../validate.js'
 
-/** The worker entry, compiled from worker/pool_worker.ts next to this file's build (dist/worker/). */
-const WORKER_ENTRY = join(__dirname, 'worker', 'pool_worker.js')
+/** The worker entry, compiled from worker.ts next to this file's build (dist/pool/). */
+const WORKER_ENTRY = join(__dirname, 'worker.js')
 
 /** How long a cancelled call's worker gets to stop by itself before it is terminated and replaced. */
 const CANCEL_GRACE_MS = 1_000
@@ -117,49 +115,6 @@ interface PoolWorker {
   failure?: Error
 }
 
-/** rumongo's error classes by name: every class ts/errors.ts exports. */
-const MONGO_ERRORS = new Map(
-  Object.values(errors)
-    .filter(
-      (value): value is typeof MongoError =>
-        typeof value === 'function' && (value === MongoError || value.prototype instanceof MongoError),
-    )
-    .map((errorClass) => [errorClass.prototype.name, errorClass]),
-)
-
-/** Other errors rebuilt with their class; each takes `(message, { cause })`. */
-const PLAIN_ERRORS: Record<string, new (message: string, options?: { cause?: unknown }) => Error> = {
-  Error,
-  EvalError,
-  RangeError,
-  ReferenceError,
-  SyntaxError,
-  TypeError,
-  URIError,
-  BSONError,
-}
-
-/** The error a worker reported, with its class (rumongo's or built-in), message, stack, code and cause. */
-function rebuildError(serialized: SerializedError): Error {
-  const { name, message, code, codeName, errorLabels } = serialized
-  const cause = serialized.cause && rebuildError(serialized.cause)
-  const options = cause === undefined ? {} : { cause }
-  const mongoClass = MONGO_ERRORS.get(name)
-  let error: Error
-  if (mongoClass) {
-    // Built by the base constructor with the class's prototype: the classes differ only in their
-    // constructor's parameters and in the code and codeName they set, which are copied below.
-    error = Reflect.construct(MongoError, [message, { ...options, errorLabels }], mongoClass)
-  } else {
-    error = new (PLAIN_ERRORS[name] ?? Error)(message, options)
-    if (!(name in PLAIN_ERRORS)) Object.defineProperty(error, 'name', { value: name, configurable: true })
-  }
-  if (code !== undefined) Object.assign(error, { code })
-  if (codeName !== undefined) Object.assign(error, { codeName })
-  if (serialized.stack !== undefined) error.stack = serialized.stack
-  return error
-}
-
 /** How a worker rebuilds `reducer`; throws MongoInvalidArgumentError when it cannot. */
 function reducerSpec(reducer: unknown): ReducerSpec {
   if (typeof reducer === 'function') {
@@ -215,30 +170,6 @@ function workerExecArgv(): string[] | undefined {
     else if (!/^--(eval|print|input-type)=/.test(arg)) args.push(arg)
   }
   return args
-}
-
-function checkName(value: unknown, what: string): string {
-  if (typeof value !== 'string' || value.length === 0) {
-    throw new MongoInvalidArgumentError(`${what} name must be a non-empty string, got ${describe(value)}`)
-  }
-  return value
-}
-
-/** A `timeoutMS` option: a non-negative number of ms (0: no limit). */
-function checkTimeout(value: unknown, fallback: number): number {
-  if (value === undefined) return fallback
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new MongoInvalidArgumentError(`timeoutMS must be a non-negative number, got ${describe(value)}`)
-  }
-  return value
-}
-
-function checkCount(value: unknown, what: string, fallback: number): number {
-  if (value === undefined) return fallback
-  if (!Number.isSafeInteger(value) || (value as number) < 1) {
-    throw new MongoInvalidArgumentError(`${what} must be a positive integer, got ${describe(value)}`)
-  }
-  return value as number
 }
 
 /**

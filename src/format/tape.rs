@@ -1,14 +1,14 @@
 //! The tape: a server batch pre-decoded off the JS thread into numbers and string areas, so that
 //! JavaScript builds each document with one generated object literal per document shape.
 //!
-//! Layout (read by `ts/decode.ts`, keep both in step):
+//! Layout (read by `ts/format/tape.ts`; the tags are `TapeTags`):
 //! - `slots` (f64): per document its shape id then its field values, in field order. Per type:
 //!   double, int32, date (ms), bool (0/1): 1 slot; string: 2 slots `[start, end]` in the Latin-1
 //!   text (start >= 0; strings whose characters all fit in one byte: JS makes one-byte strings of
 //!   them) or the UTF-16LE text (`[-(start + 1), end]`, in UTF-16 units; JS turns it into a string
 //!   with a plain copy, where decoding UTF-8 would cost ~2.4x as much on Node 20); ObjectId:
-//!   1 slot, the offset of its 12 bytes in `extras`; int64: 3 slots `[value or NaN, low, high]`
-//!   (value when within +-2^53, where js-bson promotes it to a number); null: no slot; embedded
+//!   1 slot, the offset of its 12 bytes in `extras`; int64: 2 slots `[low, high]` (signed 32-bit
+//!   halves); null: no slot; embedded
 //!   document: its shape id then its values; array: its length then per element a type tag and the
 //!   element's slots; anything else: `FALLBACK`, 2 slots `[offset, length]` of a standalone BSON
 //!   document `{ "": value }` in `extras` that JS decodes with js-bson, so rare types (Decimal128,
@@ -23,23 +23,50 @@
 
 use std::collections::HashMap;
 
+use napi_derive::napi;
+
+use crate::raw::{
+    cstring_end, document_length, fixed, value_length, Malformed, Parsed, ARRAY, BOOLEAN, DATE, DOCUMENT,
+    DOUBLE, INT32, INT64, MAX_DEPTH, NULL, OBJECT_ID, STRING,
+};
+
 /// Type tag of a value decoded by js-bson from `extras`.
 pub const FALLBACK: u8 = 0xF0;
-/// Documents nested deeper than this fall back to js-bson (which has no recursion limit).
-const MAX_DEPTH: usize = 100;
-/// js-bson promotes an int64 to a number when it is within +-2^53 (inclusive).
-const SAFE_INTEGER_LIMIT: i64 = 1 << 53;
 
-const DOUBLE: u8 = 0x01;
-const STRING: u8 = 0x02;
-const DOCUMENT: u8 = 0x03;
-const ARRAY: u8 = 0x04;
-const OBJECT_ID: u8 = 0x07;
-const BOOLEAN: u8 = 0x08;
-const DATE: u8 = 0x09;
-const NULL: u8 = 0x0A;
-const INT32: u8 = 0x10;
-const INT64: u8 = 0x12;
+/// The tape's type tags (a shape's `t`, an array element's tag): the BSON type byte of each type
+/// the tape carries, and `FALLBACK`. `ts/format/tape.ts` inlines them as literals (a `const enum`,
+/// which its decode loops need); `__tests__/decode.test.ts` checks its copy against this one.
+#[napi(object, object_from_js = false)]
+pub struct TapeTags {
+    pub double: u8,
+    pub string: u8,
+    pub document: u8,
+    pub array: u8,
+    pub object_id: u8,
+    pub boolean: u8,
+    pub date: u8,
+    pub null: u8,
+    pub int32: u8,
+    pub int64: u8,
+    pub fallback: u8,
+}
+
+#[napi(catch_unwind)]
+pub fn tape_tags() -> TapeTags {
+    TapeTags {
+        double: DOUBLE,
+        string: STRING,
+        document: DOCUMENT,
+        array: ARRAY,
+        object_id: OBJECT_ID,
+        boolean: BOOLEAN,
+        date: DATE,
+        null: NULL,
+        int32: INT32,
+        int64: INT64,
+        fallback: FALLBACK,
+    }
+}
 
 /// A batch on the tape.
 pub struct Tape {
@@ -60,25 +87,19 @@ struct Shape {
     types: Vec<u8>,
 }
 
-/// Why a batch cannot go on the tape; the JS side then decodes it with js-bson.
-#[derive(Debug)]
-pub struct NotTapeable;
-
 /// Why a document is not taped.
 enum Untaped {
     /// Bytes js-bson would reject or repair: the whole batch goes to js-bson.
-    Batch(NotTapeable),
+    Batch(Malformed),
     /// A `$`-prefixed key: js-bson may make a DBRef of this document, so it decodes this one.
     DollarKey,
 }
 
-impl From<NotTapeable> for Untaped {
-    fn from(error: NotTapeable) -> Self {
+impl From<Malformed> for Untaped {
+    fn from(error: Malformed) -> Self {
         Untaped::Batch(error)
     }
 }
-
-type Step<T> = Result<T, NotTapeable>;
 
 /// Lengths of the tape's buffers, to undo a document that turned out to need js-bson.
 struct Mark {
@@ -90,7 +111,7 @@ struct Mark {
 
 impl Tape {
     /// Puts `documents` (each framed by the bson crate or a `document_length` check) on a tape.
-    pub fn encode(documents: &[&[u8]]) -> Step<Tape> {
+    pub fn encode(documents: &[&[u8]]) -> Parsed<Tape> {
         let bytes: usize = documents.iter().map(|document| document.len()).sum();
         let mut tape = Tape {
             slots: Vec::with_capacity(bytes / 8),
@@ -152,10 +173,10 @@ impl Tape {
         signature.clear();
         let mut position = 4;
         loop {
-            let tag = *document.get(position).ok_or(NotTapeable)?;
+            let tag = *document.get(position).ok_or(Malformed)?;
             if tag == 0 {
                 if position + 1 != document.len() {
-                    return Err(NotTapeable.into());
+                    return Err(Malformed.into());
                 }
                 break;
             }
@@ -177,7 +198,7 @@ impl Tape {
     }
 
     /// Tapes one value; returns the tag it was stored as and where the value ends.
-    fn value(&mut self, tag: u8, bytes: &[u8], start: usize, depth: usize) -> Step<(u8, usize)> {
+    fn value(&mut self, tag: u8, bytes: &[u8], start: usize, depth: usize) -> Parsed<(u8, usize)> {
         let end = match tag {
             DOUBLE => {
                 self.slots.push(f64::from_le_bytes(fixed(bytes, start)?));
@@ -191,13 +212,8 @@ impl Tape {
             INT64 => {
                 let low = i32::from_le_bytes(fixed(bytes, start)?);
                 let high = i32::from_le_bytes(fixed(bytes, start + 4)?);
-                let value = (i64::from(high) << 32) | i64::from(low as u32);
-                let promoted = if (-SAFE_INTEGER_LIMIT..=SAFE_INTEGER_LIMIT).contains(&value) {
-                    value as f64
-                } else {
-                    f64::NAN
-                };
-                self.slots.extend([promoted, low.into(), high.into()]);
+                // JS applies js-bson's int64 rule to the two halves (`int64Value`, `ts/bson.ts`).
+                self.slots.extend([f64::from(low), f64::from(high)]);
                 start + 8
             }
             DATE => {
@@ -210,7 +226,7 @@ impl Tape {
                     self.slots.push(flag.into());
                     start + 1
                 }
-                _ => return Err(NotTapeable),
+                _ => return Err(Malformed),
             },
             NULL => start,
             OBJECT_ID => {
@@ -245,23 +261,23 @@ impl Tape {
                 start + length
             }
             _ => {
-                let length = rare_value_length(tag, bytes, start)?;
+                let length = value_length(tag, bytes, start)?;
                 return self.fallback(tag, &bytes[start..start + length], start + length);
             }
         };
         Ok((tag, end))
     }
 
-    fn array(&mut self, array: &[u8], depth: usize) -> Step<()> {
+    fn array(&mut self, array: &[u8], depth: usize) -> Parsed<()> {
         let length_slot = self.slots.len();
         self.slots.push(0.0);
         let mut count = 0usize;
         let mut position = 4;
         loop {
-            let tag = *array.get(position).ok_or(NotTapeable)?;
+            let tag = *array.get(position).ok_or(Malformed)?;
             if tag == 0 {
                 if position + 1 != array.len() {
-                    return Err(NotTapeable);
+                    return Err(Malformed);
                 }
                 break;
             }
@@ -279,12 +295,12 @@ impl Tape {
     }
 
     /// A string: validated UTF-8 into the Latin-1 or the UTF-16 text, with its JS (UTF-16) offsets.
-    fn string(&mut self, bytes: &[u8], start: usize) -> Step<usize> {
+    fn string(&mut self, bytes: &[u8], start: usize) -> Parsed<usize> {
         let size = i32::from_le_bytes(fixed(bytes, start)?);
         let begin = start + 4;
-        let size = usize::try_from(size).map_err(|_| NotTapeable)?;
+        let size = usize::try_from(size).map_err(|_| Malformed)?;
         if size == 0 || begin + size > bytes.len() || bytes[begin + size - 1] != 0 {
-            return Err(NotTapeable);
+            return Err(Malformed);
         }
         let text = &bytes[begin..begin + size - 1];
         let (from, to) = if text.is_ascii() {
@@ -292,7 +308,7 @@ impl Tape {
             self.latin1.extend_from_slice(text);
             (from as f64, self.latin1.len() as f64)
         } else {
-            let text = std::str::from_utf8(text).map_err(|_| NotTapeable)?;
+            let text = std::str::from_utf8(text).map_err(|_| Malformed)?;
             // Reserved up front (a character never takes fewer UTF-8 bytes than Latin-1 bytes or
             // UTF-16 units): an unreserved extend from these iterators grows byte by byte.
             if text.chars().all(|char| u32::from(char) <= 0xFF) {
@@ -315,10 +331,10 @@ impl Tape {
 
     /// Copies a value as a standalone `{ "": value }` document into `extras`; `end` is where the
     /// value ends in its source.
-    fn fallback(&mut self, tag: u8, value: &[u8], end: usize) -> Step<(u8, usize)> {
+    fn fallback(&mut self, tag: u8, value: &[u8], end: usize) -> Parsed<(u8, usize)> {
         let offset = self.extras.len();
         let length = 4 + 1 + 1 + value.len() + 1;
-        let length_field = i32::try_from(length).map_err(|_| NotTapeable)?;
+        let length_field = i32::try_from(length).map_err(|_| Malformed)?;
         self.extras.extend_from_slice(&length_field.to_le_bytes());
         self.extras.extend_from_slice(&[tag, 0]);
         self.extras.extend_from_slice(value);
@@ -327,7 +343,7 @@ impl Tape {
         Ok((FALLBACK, end))
     }
 
-    fn shape_id(&mut self, signature: Vec<u8>, depth: usize) -> Step<usize> {
+    fn shape_id(&mut self, signature: Vec<u8>, depth: usize) -> Parsed<usize> {
         if let Some(Some((last, id))) = self.last_shapes.get(depth) {
             if *last == signature {
                 let id = *id;
@@ -348,7 +364,7 @@ impl Tape {
         Ok(id)
     }
 
-    fn new_shape(&mut self, signature: &[u8]) -> Step<usize> {
+    fn new_shape(&mut self, signature: &[u8]) -> Parsed<usize> {
         let mut keys = Vec::new();
         let mut types = Vec::new();
         let mut rest = signature;
@@ -356,7 +372,7 @@ impl Tape {
             // Keys are not validated by js-bson (lossy); keep the tape for exact ones only.
             keys.push(
                 std::str::from_utf8(&rest[..nul])
-                    .map_err(|_| NotTapeable)?
+                    .map_err(|_| Malformed)?
                     .to_owned(),
             );
             types.push(rest[nul + 1]);
@@ -367,75 +383,4 @@ impl Tape {
         self.shape_ids.insert(signature.to_vec(), id);
         Ok(id)
     }
-}
-
-pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
-pub(crate) const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each zero byte of `word` set; the lowest one is exact (a false flag can only
-/// follow a zero byte).
-pub(crate) fn zero_bytes(word: u64) -> u64 {
-    word.wrapping_sub(ONES) & !word & HIGHS
-}
-
-/// The eight bytes at `start` as a little-endian word, if there are eight.
-pub(crate) fn word_at(bytes: &[u8], start: usize) -> Option<u64> {
-    fixed(bytes, start).ok().map(u64::from_le_bytes)
-}
-
-pub(crate) fn fixed<const N: usize>(bytes: &[u8], start: usize) -> Step<[u8; N]> {
-    bytes
-        .get(start..start + N)
-        .and_then(|slice| slice.try_into().ok())
-        .ok_or(NotTapeable)
-}
-
-/// The declared length of the document at `start`, checked against the bytes available.
-pub(crate) fn document_length(bytes: &[u8], start: usize) -> Step<usize> {
-    let length = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| NotTapeable)?;
-    if length < 5 || start + length > bytes.len() || bytes[start + length - 1] != 0 {
-        return Err(NotTapeable);
-    }
-    Ok(length)
-}
-
-/// Where the cstring at `start` ends (its zero byte); one word read for one under 8 bytes (most
-/// keys), else a byte search.
-pub(crate) fn cstring_end(bytes: &[u8], start: usize) -> Step<usize> {
-    if let Some(zeros) = word_at(bytes, start).map(zero_bytes) {
-        if zeros != 0 {
-            return Ok(start + (zeros.trailing_zeros() / 8) as usize);
-        }
-    }
-    bytes
-        .get(start..)
-        .and_then(|rest| rest.iter().position(|&byte| byte == 0))
-        .map(|nul| start + nul)
-        .ok_or(NotTapeable)
-}
-
-/// Length of the values js-bson decodes from `extras`, checked against the bytes available.
-fn rare_value_length(tag: u8, bytes: &[u8], start: usize) -> Step<usize> {
-    let int_at = |at: usize| -> Step<usize> {
-        usize::try_from(i32::from_le_bytes(fixed(bytes, at)?)).map_err(|_| NotTapeable)
-    };
-    let length = match tag {
-        0x05 => 4 + 1 + int_at(start)?, // binary: size, subtype, bytes
-        0x06 | 0x7F | 0xFF => 0,        // undefined, MaxKey, MinKey
-        0x0B => {
-            // regex: two cstrings
-            let pattern_end = cstring_end(bytes, start)?;
-            cstring_end(bytes, pattern_end + 1)? + 1 - start
-        }
-        0x0C => 4 + int_at(start)? + 12,   // DBPointer: string, ObjectId
-        0x0D | 0x0E => 4 + int_at(start)?, // code, symbol: string
-        0x0F => int_at(start)?,            // code with scope: total length
-        0x11 => 8,                         // timestamp
-        0x13 => 16,                        // decimal128
-        _ => return Err(NotTapeable),
-    };
-    if start + length > bytes.len() {
-        return Err(NotTapeable);
-    }
-    Ok(length)
 }

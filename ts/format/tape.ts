@@ -1,8 +1,7 @@
 /**
- * The decoder seam: how a native batch becomes JS documents. Everything that reads documents
- * (cursors, findOne, distinct) goes through here.
+ * The tape format's decoder: the default way a native batch becomes JS documents.
  *
- * The fast path reads the tape Rust built off the JS thread (layout: src/tape.rs): numbers come
+ * It reads the tape Rust built off the JS thread (layout: src/format/tape.rs): numbers come
  * from one Float64Array, strings are slices of one string per batch, and each document shape gets
  * a generated function that builds the document with a single object literal (one V8 hidden class
  * per shape). Values are exactly js-bson's: rare types and anything Rust could not tape go through
@@ -11,19 +10,13 @@
  */
 import { BSON, Double, Int32, Long, ObjectId, type Document } from 'bson'
 import {
+  int64Value,
   objectIdAt,
-  toDeserializeOptions,
-  type DeserializeOptions,
+  toDecoderOptions,
+  type DecoderOptions,
   type ResolvedBSONOptions,
-} from './bson.js'
-import type { DocumentBatch } from './native.cjs'
-
-/** A decoder for one operation's BSON options, reused for each of its batches. */
-export interface BatchDecoder {
-  decodeBatch(batch: DocumentBatch): Document[]
-  /** Decodes one standalone BSON document (a command reply such as distinct's). */
-  decodeDocument(bytes: Uint8Array): Document
-}
+} from '../bson.js'
+import type { DocumentBatch } from '../native.cjs'
 
 const enum Tag {
   Double = 0x01,
@@ -53,14 +46,14 @@ class TapeReader {
   readonly slots: Float64Array
   readonly latin1: string
   readonly utf16: string
-  /** ObjectId bytes, fallback values and untaped documents (see src/tape.rs). */
+  /** ObjectId bytes, fallback values and untaped documents (see src/format/tape.rs). */
   readonly extras: Buffer
   readonly builders: Builder[]
   readonly options: DecoderOptions
 
   constructor(batch: TapeBatch, builders: Builder[], options: DecoderOptions) {
     this.slots = batch.slots
-    // Rust leaves an empty area undefined (src/batch.rs).
+    // Rust leaves an empty area undefined (src/format/mod.rs).
     this.latin1 = batch.latin1 ? batch.latin1.toString('latin1') : ''
     this.utf16 = batch.utf16 ? batch.utf16.toString('utf16le') : ''
     this.extras = batch.extras ?? NO_EXTRAS
@@ -88,16 +81,9 @@ class TapeReader {
   }
 
   int64(): number | Long | bigint {
-    const slots = this.slots
     const at = this.position
-    this.position += 3
-    const low = slots[at + 1]!
-    const high = slots[at + 2]!
-    if (this.options.useBigInt64) return (BigInt(high) << 32n) + BigInt(low >>> 0)
-    const promoted = slots[at]!
-    // NaN marks a value outside +-2^53, which js-bson keeps as a Long.
-    if (this.options.promoteNumbers && promoted === promoted) return promoted
-    return Long.fromBits(low, high)
+    this.position += 2
+    return int64Value(this.slots[at]!, this.slots[at + 1]!, this.options)
   }
 
   document(): Document {
@@ -181,14 +167,6 @@ class TapeReader {
   }
 }
 
-interface DecoderOptions {
-  promoteValues: boolean
-  /** `promoteLongs && promoteValues`: when js-bson turns an int64 into a number. */
-  promoteNumbers: boolean
-  useBigInt64: boolean
-  deserialize: DeserializeOptions
-}
-
 /**
  * The JS expression that reads one field of type `tag` inside a generated builder, where `r` is the
  * TapeReader, `s` its slots, `A` / `U` its Latin-1 / UTF-16 texts and `p` the position in a local
@@ -251,7 +229,7 @@ function builderFor(shape: Shape, options: DecoderOptions, variant: string): Bui
 }
 
 /**
- * The builders of a batch's shape table (JSON, see src/tape.rs) by options variant. The batches of
+ * The builders of a batch's shape table (JSON, see src/format/tape.rs) by options variant. The batches of
  * one query mostly carry the same table (shapes are numbered in order of appearance), so this
  * skips parsing it and looking up each shape.
  */
@@ -278,62 +256,48 @@ function buildersFor(shapeTable: string, options: DecoderOptions, variant: strin
 
 const EMPTY_DOCUMENT = new Uint8Array([5, 0, 0, 0, 0])
 
-/** A decoder with exactly the official driver's values and types for these options. */
-export function createDecoder(options: ResolvedBSONOptions): BatchDecoder {
-  const deserialize = toDeserializeOptions(options)
-  const decoderOptions: DecoderOptions = {
-    promoteValues: options.promoteValues,
-    promoteNumbers: options.promoteLongs && options.promoteValues,
-    useBigInt64: options.useBigInt64,
-    deserialize,
-  }
-  const variant = options.promoteValues ? 'v:' : 'w:'
-  return {
-    decodeBatch(batch) {
-      if (options.raw) return splitDocuments(batch)
-      if (!isTaped(batch)) return deserializeAll(batch, deserialize)
-      // js-bson refuses some option sets (useBigInt64 without promoteLongs) on every document it
-      // decodes; the tape never calls it: let it check them, for its own error.
-      if (options.useBigInt64) BSON.deserialize(EMPTY_DOCUMENT, deserialize)
-      const builders = buildersFor(batch.shapes, decoderOptions, variant)
-      const reader = new TapeReader(batch, builders, decoderOptions)
-      const documents: Document[] = []
-      for (let index = 0; index < batch.count; index++) documents.push(reader.topLevelDocument())
-      return documents
-    },
-    decodeDocument(bytes) {
-      return BSON.deserialize(bytes, deserialize)
-    },
-  }
+/** A batch Rust put on a tape: slots and shapes are there; empty text areas are left out. */
+export type TapeBatch = DocumentBatch & Required<Pick<DocumentBatch, 'slots' | 'shapes'>>
+
+/** Whether Rust put the batch on a tape (it does not when js-bson must decide, see src/format/tape.rs). */
+export function isTaped(batch: DocumentBatch): batch is TapeBatch {
+  return batch.slots != null
 }
 
-/** A batch Rust put on a tape: slots and shapes are there; empty text areas are left out. */
-type TapeBatch = DocumentBatch & Required<Pick<DocumentBatch, 'slots' | 'shapes'>>
+/** Decodes taped batches with exactly the official driver's values and types for these options. */
+export function tapeDecoder(options: ResolvedBSONOptions): (batch: TapeBatch) => Document[] {
+  const decoderOptions = toDecoderOptions(options)
+  const variant = options.promoteValues ? 'v:' : 'w:'
+  return (batch) => {
+    // js-bson refuses some option sets (useBigInt64 without promoteLongs) on every document it
+    // decodes; the tape never calls it: let it check them, for its own error.
+    if (options.useBigInt64) BSON.deserialize(EMPTY_DOCUMENT, decoderOptions.deserialize)
+    const builders = buildersFor(batch.shapes, decoderOptions, variant)
+    const reader = new TapeReader(batch, builders, decoderOptions)
+    const documents: Document[] = []
+    for (let index = 0; index < batch.count; index++) documents.push(reader.topLevelDocument())
+    return documents
+  }
+}
 
 /** What an area Rust left out reads as. */
 const NO_EXTRAS = Buffer.alloc(0)
 
-function isTaped(batch: DocumentBatch): batch is TapeBatch {
-  return batch.slots != null
-}
-
-/** The batch through js-bson, as the official driver decodes it (also the source of its errors). */
-function deserializeAll(batch: DocumentBatch, options: DeserializeOptions): Document[] {
-  const documents: Document[] = new Array(batch.count)
-  BSON.deserializeStream(batch.documents ?? NO_EXTRAS, 0, batch.count, documents, 0, options)
-  return documents
-}
-
-/** `raw: true`: each document as a Buffer view of its BSON. */
-function splitDocuments(batch: DocumentBatch): Buffer[] {
-  const { count } = batch
-  const documents = batch.documents ?? NO_EXTRAS
-  const result: Buffer[] = new Array(count)
-  let offset = 0
-  for (let index = 0; index < count; index++) {
-    const length = documents.readInt32LE(offset)
-    result[index] = documents.subarray(offset, offset + length)
-    offset += length
-  }
-  return result
+/**
+ * The tape's type tags by name, for the test that checks them against the addon's (`TAPE_TAGS`,
+ * src/format/tape.rs). The decoder itself uses the `const enum`, which compiles to literals.
+ * @internal
+ */
+export const TAPE_TAGS = {
+  double: Tag.Double,
+  string: Tag.String,
+  document: Tag.Document,
+  array: Tag.Array,
+  objectId: Tag.ObjectId,
+  boolean: Tag.Boolean,
+  date: Tag.Date,
+  null: Tag.Null,
+  int32: Tag.Int32,
+  int64: Tag.Int64,
+  fallback: Tag.Fallback,
 }

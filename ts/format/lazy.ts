@@ -5,7 +5,7 @@
  * - The target of every Proxy is a small `LazyTarget` (batch bytes, offset, decode context, shape,
  *   element offsets, values read); one handler object serves all documents.
  * - Top-level documents come indexed: Rust lists every element's offset and numbers each batch's
- *   shapes (`src/lazy.rs`), so reading a field is a map lookup and an array read, and a document
+ *   shapes (`src/format/lazy.rs`), so reading a field is a map lookup and an array read, and a document
  *   costs no JS memory of its own until a field is read.
  * - Embedded documents are indexed on first access with one walk over their element headers.
  *   Documents of the same shape (same keys in the same order) share one key -> position map: the
@@ -18,16 +18,18 @@
  * @module
  */
 import { inspect } from 'node:util'
-import { BSON, BSONError, Double, Int32, Long, type Document } from 'bson'
+import { BSON, BSONError, Double, Int32, type Document } from 'bson'
 import {
-  describe,
+  int64Value,
   objectIdAt,
-  toDeserializeOptions,
-  type DeserializeOptions,
+  toDecoderOptions,
+  type DecoderOptions,
   type ResolvedBSONOptions,
-} from './bson.js'
-import { MongoInvalidArgumentError } from './errors.js'
-import type { DocumentBatch } from './native.cjs'
+} from '../bson.js'
+import { MongoInvalidArgumentError } from '../errors.js'
+import { BatchOutput, type DocumentBatch } from '../native.cjs'
+import type { BatchFormat } from './index.js'
+import { describe } from '../validate.js'
 
 /**
  * A read-only lazy view of a document of type `T`: reads like `T` (fields, spread, `Object.keys`,
@@ -41,13 +43,8 @@ export type LazyDocument<T = Document> = Readonly<T> & {
 }
 
 /** Decode options shared by all documents of one `findLazy` call. */
-interface LazyContext {
-  promoteValues: boolean
-  /** `promoteLongs && promoteValues`: when js-bson turns an int64 into a number. */
-  promoteNumbers: boolean
-  useBigInt64: boolean
+interface LazyContext extends DecoderOptions {
   validateUtf8: boolean
-  deserialize: DeserializeOptions
   /** Shapes by their keys joined with NUL. */
   shapes: Map<string, Shape>
 }
@@ -196,11 +193,8 @@ export function createLazyContext(options: ResolvedBSONOptions): LazyContext {
     throw new BSONError('Must either request bigint or Long for int64 deserialization')
   }
   return {
-    promoteValues: options.promoteValues,
-    promoteNumbers: options.promoteLongs && options.promoteValues,
-    useBigInt64: options.useBigInt64,
+    ...toDecoderOptions(options),
     validateUtf8: options.enableUtf8Validation,
-    deserialize: toDeserializeOptions(options),
     shapes: new Map(),
   }
 }
@@ -232,6 +226,16 @@ export function lazyBatchDecoder(options: ResolvedBSONOptions): (batch: Document
     }
     return documents
   }
+}
+
+/**
+ * The lazy format (`findLazy`, `findCursor(..., { lazy: true })`): batches come with Rust's field
+ * index and turn into lazy documents. Built from the batch bytes whatever `raw` says.
+ * @internal
+ */
+export const LAZY: BatchFormat = {
+  output: () => BatchOutput.Lazy,
+  decoder: lazyBatchDecoder,
 }
 
 /**
@@ -507,20 +511,8 @@ function decodeValue(
       const value = int32At(bytes, at)
       return context.promoteValues ? value : new Int32(value)
     }
-    case 0x12: {
-      if (context.useBigInt64) return bytes.readBigInt64LE(at)
-      const low = int32At(bytes, at)
-      const high = int32At(bytes, at + 4)
-      // Within +-2^53 (js-bson's bounds, inclusive): exact as a double.
-      if (
-        context.promoteNumbers &&
-        high >= -0x200000 &&
-        (high < 0x200000 || (high === 0x200000 && low === 0))
-      ) {
-        return high * 4294967296 + (low >>> 0)
-      }
-      return Long.fromBits(low, high)
-    }
+    case 0x12:
+      return int64Value(int32At(bytes, at), int32At(bytes, at + 4), context)
     default:
       return viaJsBson(bytes, context, typeAt, at)
   }

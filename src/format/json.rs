@@ -15,12 +15,12 @@
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 use rayon::prelude::*;
 
-use crate::tape::{cstring_end, document_length, fixed, word_at, zero_bytes, NotTapeable, HIGHS, ONES};
+use crate::raw::{
+    cstring_end, document_length, fixed, is_safe_integer, promoted_int64, size_at, word_at, zero_bytes,
+    Malformed, ARRAY, BINARY, BOOLEAN, DATE, DECIMAL128, DOCUMENT, DOUBLE, HIGHS, INT32, INT64, MAX_DEPTH,
+    MAX_KEY, MIN_KEY, NULL, OBJECT_ID, ONES, STRING, TIMESTAMP,
+};
 
-/// Deeper documents are deferred to js-bson, which keeps the native stack small.
-const MAX_DEPTH: usize = 100;
-/// js-bson promotes an int64 to a number when it is within +-2^53 (inclusive).
-const SAFE_INTEGER_LIMIT: i64 = 1 << 53;
 /// The largest time value (ms) of a valid JS `Date`.
 const MAX_JS_TIME: i64 = 8_640_000_000_000_000;
 /// The first instant of year 10000: relaxed EJSON writes dates from 1970 up to it as ISO strings.
@@ -49,8 +49,8 @@ pub struct JsonBatch {
 /// A document the JS side renders.
 struct Deferred;
 
-impl From<NotTapeable> for Deferred {
-    fn from(_: NotTapeable) -> Self {
+impl From<Malformed> for Deferred {
+    fn from(_: Malformed) -> Self {
         Deferred
     }
 }
@@ -210,30 +210,30 @@ impl Writer {
     fn value(&mut self, tag: u8, bytes: &[u8], start: usize, depth: usize) -> Step<usize> {
         let relaxed = self.format == JsonFormat::Relaxed;
         Ok(match tag {
-            0x01 => {
+            DOUBLE => {
                 self.double(f64::from_le_bytes(fixed(bytes, start)?));
                 start + 8
             }
-            0x02 => {
+            STRING => {
                 let end = string_end(bytes, start)?;
                 self.string_in(bytes, start + 4, end - 1)?;
                 end
             }
-            0x03 | 0x04 => {
+            DOCUMENT | ARRAY => {
                 let length = document_length(bytes, start)?;
                 if depth >= MAX_DEPTH {
                     return Err(Deferred);
                 }
                 let nested = &bytes[start..start + length];
-                if tag == 0x03 {
+                if tag == DOCUMENT {
                     self.document(nested, depth + 1)?
                 } else {
                     self.array(nested, depth + 1)?
                 }
                 start + length
             }
-            0x05 => {
-                let size = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| Deferred)?;
+            BINARY => {
+                let size = size_at(bytes, start)?;
                 let subtype = *bytes.get(start + 4).ok_or(Deferred)?;
                 let data = bytes.get(start + 5..start + 5 + size).ok_or(Deferred)?;
                 // Subtype 2 nests a second length that js-bson checks and strips; js-bson refuses to
@@ -244,7 +244,7 @@ impl Writer {
                 self.binary(subtype, data);
                 start + 5 + size
             }
-            0x07 => {
+            OBJECT_ID => {
                 let id: [u8; 12] = fixed(bytes, start)?;
                 self.wrapped(relaxed, b"{\"$oid\":", |writer| {
                     writer.out.push(b'"');
@@ -255,7 +255,7 @@ impl Writer {
                 });
                 start + 12
             }
-            0x08 => {
+            BOOLEAN => {
                 match bytes.get(start) {
                     Some(0) => self.out.extend_from_slice(b"false"),
                     Some(1) => self.out.extend_from_slice(b"true"),
@@ -263,37 +263,37 @@ impl Writer {
                 }
                 start + 1
             }
-            0x09 => {
+            DATE => {
                 self.date(i64::from_le_bytes(fixed(bytes, start)?));
                 start + 8
             }
-            0x0A => {
+            NULL => {
                 self.out.extend_from_slice(b"null");
                 start
             }
-            0x10 => {
+            INT32 => {
                 self.integer(i32::from_le_bytes(fixed(bytes, start)?).into());
                 start + 4
             }
-            0x11 => {
+            TIMESTAMP => {
                 let increment = u32::from_le_bytes(fixed(bytes, start)?);
                 let time = u32::from_le_bytes(fixed(bytes, start + 4)?);
                 self.timestamp(time, increment);
                 start + 8
             }
-            0x12 => {
+            INT64 => {
                 self.int64(i64::from_le_bytes(fixed(bytes, start)?));
                 start + 8
             }
-            0x13 => {
+            DECIMAL128 => {
                 let decimal = bson::Decimal128::from_bytes(fixed(bytes, start)?);
                 self.out.extend_from_slice(b"{\"$numberDecimal\":\"");
                 self.out.extend_from_slice(decimal.to_string().as_bytes());
                 self.out.extend_from_slice(b"\"}");
                 start + 16
             }
-            0xFF | 0x7F => {
-                let key: &[u8] = if tag == 0xFF {
+            MIN_KEY | MAX_KEY => {
+                let key: &[u8] = if tag == MIN_KEY {
                     b"{\"$minKey\":1}"
                 } else {
                     b"{\"$maxKey\":1}"
@@ -413,8 +413,7 @@ impl Writer {
 
     /// A finite number as JavaScript prints it.
     fn number(&mut self, value: f64) {
-        // A cast instead of `fract()`, which is a libm call.
-        if value.abs() <= SAFE_INTEGER_LIMIT as f64 && value as i64 as f64 == value {
+        if is_safe_integer(value) {
             // Also turns -0 into "0", as JavaScript does.
             self.integer(value as i64);
         } else if let Some((scaled, decimals)) = few_decimals(value) {
@@ -469,7 +468,7 @@ impl Writer {
     /// js-bson promotes an int64 within +-2^53 to a number and keeps a `Long` otherwise, which
     /// relaxed EJSON writes as the nearest number and `JSON.stringify` as its fields.
     fn int64(&mut self, value: i64) {
-        if (-SAFE_INTEGER_LIMIT..=SAFE_INTEGER_LIMIT).contains(&value) {
+        if promoted_int64(value).is_some() {
             self.integer(value);
         } else if self.format == JsonFormat::Relaxed {
             self.number(value as f64);
@@ -744,7 +743,7 @@ static ESCAPES: [u8; 256] = {
 
 /// Where the BSON string at `start` ends: its text is `start + 4` up to the zero byte before that.
 fn string_end(bytes: &[u8], start: usize) -> Step<usize> {
-    let size = usize::try_from(i32::from_le_bytes(fixed(bytes, start)?)).map_err(|_| Deferred)?;
+    let size = size_at(bytes, start)?;
     let end = start + 4 + size;
     match (size, bytes.get(end.wrapping_sub(1))) {
         (1.., Some(0)) => Ok(end),
@@ -938,7 +937,7 @@ mod tests {
 
     /// ryu_js prints numbers as JavaScript does: the short-decimal path must agree with it.
     fn assert_prints_as_javascript(value: f64) {
-        let expected = if value as i64 as f64 == value && value.abs() <= SAFE_INTEGER_LIMIT as f64 {
+        let expected = if is_safe_integer(value) {
             (value as i64).to_string()
         } else {
             ryu_js::Buffer::new().format_finite(value).to_string()

@@ -1,0 +1,69 @@
+//! What a client shares with every database, collection and cursor made from it: its driver
+//! client (until `close()`), its open cursors, its timeouts and its pool slots. It sits below both
+//! `client.rs` (which creates it) and the handles that use it, so neither depends on the other.
+
+use std::sync::{Mutex, MutexGuard};
+
+use mongodb::raw_batch_cursor::RawBatchCursor;
+
+use crate::{
+    cursor::{NativeCursor, OpenCursors, OpenedCursor},
+    deadline::{ClientTimeouts, CursorTimeout, PoolGate},
+    error::{Error, Result},
+    format::BatchOutput,
+};
+
+/// State shared by a client and every database, collection and cursor made from it.
+pub struct ClientState {
+    client: Mutex<Option<mongodb::Client>>,
+    pub cursors: OpenCursors,
+    /// `timeoutMS` and `socketTimeoutMS`, which the crate does not implement.
+    pub timeouts: ClientTimeouts,
+    /// Slots of the connection pool: every step that may need a connection takes one first.
+    pub pool: PoolGate,
+}
+
+impl ClientState {
+    /// The driver client, or a `Closed` error once `close()` ran.
+    pub fn client(&self) -> Result<mongodb::Client> {
+        lock(&self.client).clone().ok_or(Error::Closed("client"))
+    }
+
+    /// Whether `close()` ran.
+    pub fn is_closed(&self) -> bool {
+        lock(&self.client).is_none()
+    }
+
+    /// Takes the driver client for `close()`: `None` once it ran.
+    pub fn take_client(&self) -> Option<mongodb::Client> {
+        lock(&self.client).take()
+    }
+
+    /// Wraps a cursor a find or aggregate of this client just opened (see `NativeCursor::open`),
+    /// registered so that `close()` kills it.
+    pub async fn open_cursor(
+        &self,
+        cursor: RawBatchCursor,
+        single_batch: bool,
+        output: BatchOutput,
+        timeout: CursorTimeout,
+        limit: Option<u64>,
+    ) -> Result<OpenedCursor> {
+        let registry = (&self.cursors, &self.pool);
+        NativeCursor::open(cursor, single_batch, output, registry, timeout, limit).await
+    }
+
+    pub fn new(client: mongodb::Client, timeouts: ClientTimeouts, pool: PoolGate) -> Self {
+        Self {
+            client: Mutex::new(Some(client)),
+            cursors: OpenCursors::default(),
+            timeouts,
+            pool,
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding these short critical sections leaves the data valid.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,41 @@
+//! Native functions only tests and benchmarks call, compiled with the `test-hooks` feature:
+//! `npm test` and `npm run bench` build with it (`scripts/build.mjs --test-hooks`), the published
+//! build (`npm run build`) does not.
+
+use napi::{
+    bindgen_prelude::{Buffer, PromiseRaw},
+    Env,
+};
+use napi_derive::napi;
+
+use crate::{
+    batch::array_documents,
+    error::{Error, Result},
+    format::{encode_documents, BatchOutput, DocumentBatch},
+    task::{on_rayon, spawn},
+};
+
+/// Encodes the batch in a BSON document `{ batch: [doc, ...] }` the way a server reply's
+/// `firstBatch` is encoded: lets tests and benchmarks feed any bytes through the same path.
+#[napi(catch_unwind)]
+pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<DocumentBatch> {
+    let reply = bson::RawDocument::from_bytes(reply.as_ref()).map_err(Error::from)?;
+    let documents = array_documents(reply.get_array("batch").map_err(Error::from)?)?;
+    Ok(encode_documents(&documents, output)?)
+}
+
+/// Panics in the place `place` names (`"sync"`: the exported function itself, `"async"`: a spawned
+/// future, `"decoder"`: a rayon decode task), which must reach JS as an error.
+#[napi(catch_unwind, ts_return_type = "Promise<void>")]
+pub fn test_panic(env: &Env, place: String) -> napi::Result<PromiseRaw<'_, ()>> {
+    match place.as_str() {
+        "sync" => panic_now("sync").map_err(napi::Error::from),
+        "async" => spawn(env, async { panic_now("async") }),
+        "decoder" => spawn(env, on_rayon(|| panic_now("decoder"))),
+        _ => Err(Error::InvalidArgument(format!("testPanic: unknown place '{place}'")).into()),
+    }
+}
+
+fn panic_now<T>(place: &str) -> Result<T> {
+    panic!("rumongo test panic ({place})")
+}
