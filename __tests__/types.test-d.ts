@@ -1,12 +1,14 @@
 // Type-level tests of the public API (run by vitest's typecheck): results are typed like the
 // official driver's.
 import { describe, expectTypeOf, it } from 'vitest'
+import type { RecordBatch, Table } from 'apache-arrow'
 import {
   MongoClient,
   ObjectId,
   type CommandStartedEvent,
   type ConnectionCheckedOutEvent,
   type AggregationCursor,
+  type ArrowCursor,
   type Collection,
   type Document,
   type FindCursor,
@@ -23,6 +25,17 @@ declare const client: MongoClient
 const orders = client.db('shop').collection<Order>('orders')
 
 describe('public types', () => {
+  it('types Arrow reads: a Table, IPC bytes with { as: "ipc" }, a cursor of record batches', () => {
+    expectTypeOf(orders.findArrow({})).resolves.toEqualTypeOf<Table>()
+    expectTypeOf(orders.findArrow({}, { schema: { total: 'double' } })).resolves.toEqualTypeOf<Table>()
+    expectTypeOf(orders.findArrow({}, { as: 'ipc' })).resolves.toEqualTypeOf<Buffer>()
+    expectTypeOf(orders.aggregateArrow([], { as: 'ipc' })).resolves.toEqualTypeOf<Buffer>()
+    expectTypeOf(orders.findArrowCursor({})).toEqualTypeOf<ArrowCursor>()
+    expectTypeOf(orders.findArrowCursor({}).next()).resolves.toEqualTypeOf<RecordBatch | null>()
+    // @ts-expect-error: not a DSL type name
+    void orders.findArrow({}, { schema: { total: 'float' } })
+  })
+
   it('types collections and results by schema', () => {
     expectTypeOf(orders).toEqualTypeOf<Collection<Order>>()
     expectTypeOf(orders.find({ status: 'paid' })).toEqualTypeOf<FindCursor<WithId<Order>>>()

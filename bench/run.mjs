@@ -79,8 +79,10 @@ async function measureTarget(
   const rows = []
   for (const { workload, n, skip } of planFor(target.kind, quick)) {
     for (const path of PATHS) {
-      // Reduce workloads run the reducing paths only; the other workloads, the other paths.
+      // Reduce workloads run the reducing paths only, sum workloads (Arrow) the summing paths
+      // only; the other workloads, the other paths.
       if (Boolean(path.reduces) !== Boolean(workload.reduce)) continue
+      if (Boolean(path.sums) !== Boolean(workload.sumColumn)) continue
       if (path.workloads && !path.workloads.includes(workload.id)) continue
       const row = {
         target: target.name,

@@ -6,6 +6,17 @@ import type { Document, ObjectId } from 'bson'
 import { resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { AggregationCursor } from './cursor/aggregation_cursor.js'
 import { FindCursor } from './cursor/find_cursor.js'
+import {
+  aggregateArrowCursor,
+  ArrowCursor,
+  findArrowCursor,
+  pipeArrow,
+  readArrow,
+  type AggregateArrowOptions,
+  type FindArrowOptions,
+  type PipeArrowResult,
+} from './cursor/arrow_cursor.js'
+import type * as ApacheArrow from 'apache-arrow'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { createDecoder } from './format/index.js'
 import { callNative, MongoAPIError, MongoInvalidArgumentError } from './errors.js'
@@ -293,6 +304,84 @@ export class Collection<TSchema extends Document = Document> {
     options: AggregateOptions = {},
   ): AggregationCursor<T> {
     return new AggregationCursor<T>(this.#cursorSource(), pipeline, this.#inherit(options))
+  }
+
+  /**
+   * The documents matching `filter` as an Apache Arrow `Table` (needs the optional peer dependency
+   * `apache-arrow`), built in Rust from the raw BSON: no JS document is created. `{ as: 'ipc' }`
+   * resolves to the Arrow IPC stream bytes instead (no apache-arrow needed). Columns follow
+   * `options.schema` (which also becomes the projection) or are inferred; see {@link ArrowOptions}.
+   */
+  findArrow(filter: Filter<TSchema> | ObjectId, options: FindArrowOptions & { as: 'ipc' }): Promise<Buffer>
+  findArrow(
+    filter?: Filter<TSchema> | ObjectId,
+    options?: FindArrowOptions & { as?: 'table' },
+  ): Promise<ApacheArrow.Table>
+  async findArrow(
+    filter: Filter<TSchema> | ObjectId = {},
+    options: FindArrowOptions = {},
+  ): Promise<ApacheArrow.Table | Buffer> {
+    const open = () => this.#findArrowCursor(filter, options, true)
+    return readArrow(open, options?.as, 'findArrow')
+  }
+
+  /** A cursor of Arrow record batches over the documents matching `filter`; see {@link ArrowCursor}. */
+  findArrowCursor(filter: Filter<TSchema> | ObjectId = {}, options: FindArrowOptions = {}): ArrowCursor {
+    return this.#findArrowCursor(filter, options, false)
+  }
+
+  /** `tableBatches`: record batches of ~8 MiB of BSON (a Table, a pipe), else one per server batch. */
+  #findArrowCursor(filter: Filter<TSchema> | ObjectId, options: FindArrowOptions, tableBatches: boolean) {
+    return findArrowCursor(
+      this.#cursorSource(),
+      checkFilter(filter),
+      this.#inherit(options ?? {}),
+      tableBatches,
+    )
+  }
+
+  /** The results of `pipeline` as an Apache Arrow `Table`, or IPC bytes; see {@link findArrow}. */
+  aggregateArrow(
+    pipeline: readonly Document[],
+    options: AggregateArrowOptions & { as: 'ipc' },
+  ): Promise<Buffer>
+  aggregateArrow(
+    pipeline?: readonly Document[],
+    options?: AggregateArrowOptions & { as?: 'table' },
+  ): Promise<ApacheArrow.Table>
+  async aggregateArrow(
+    pipeline: readonly Document[] = [],
+    options: AggregateArrowOptions = {},
+  ): Promise<ApacheArrow.Table | Buffer> {
+    const open = () => this.#aggregateArrowCursor(pipeline, options, true)
+    return readArrow(open, options?.as, 'aggregateArrow')
+  }
+
+  /** A cursor of Arrow record batches over the results of `pipeline`; see {@link ArrowCursor}. */
+  aggregateArrowCursor(pipeline: readonly Document[] = [], options: AggregateArrowOptions = {}): ArrowCursor {
+    return this.#aggregateArrowCursor(pipeline, options, false)
+  }
+
+  #aggregateArrowCursor(
+    pipeline: readonly Document[],
+    options: AggregateArrowOptions,
+    tableBatches: boolean,
+  ) {
+    return aggregateArrowCursor(this.#cursorSource(), pipeline, this.#inherit(options ?? {}), tableBatches)
+  }
+
+  /**
+   * Streams the documents matching `filter` into `destination` (an HTTP response, a file) as one
+   * Arrow IPC stream, record batch by record batch, honouring backpressure, then ends it. A query
+   * that fails before its first batch rejects with the destination untouched; a failure after
+   * destroys it (a partial stream has no end-of-stream marker) and kills the cursor.
+   */
+  async pipeArrow(
+    filter: Filter<TSchema> | ObjectId,
+    options: FindArrowOptions,
+    destination: NodeJS.WritableStream,
+  ): Promise<PipeArrowResult> {
+    return pipeArrow(() => this.#findArrowCursor(filter, options, true), destination)
   }
 
   /** Number of documents matching `filter` (exact, via an aggregation). */

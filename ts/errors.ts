@@ -22,6 +22,8 @@ export const ErrorCode = {
   PoolClosed: 'ERR_POOL_CLOSED',
   PoolQueueFull: 'ERR_POOL_QUEUE_FULL',
   PoolWorkerExited: 'ERR_POOL_WORKER_EXITED',
+  MissingDependency: 'ERR_MISSING_DEPENDENCY',
+  ArrowTypeMismatch: 'ERR_ARROW_TYPE_MISMATCH',
 } as const
 
 /** Options shared by every rumongo error. */
@@ -230,8 +232,42 @@ export class MongoMissingCredentialsError extends MongoAPIError {
 
 /** An optional dependency an option needs is not installed. */
 export class MongoMissingDependencyError extends MongoAPIError {
+  override code = ErrorCode.MissingDependency
+  /** The npm package to install. */
+  dependencyName?: string
+
+  constructor(message: string, options: MongoErrorOptions & { dependencyName?: string } = {}) {
+    super(message, options)
+    this.dependencyName = options.dependencyName
+  }
+
   override get name(): string {
     return 'MongoMissingDependencyError'
+  }
+}
+
+/** A value's type did not fit its Arrow column (`findArrow` with `onTypeMismatch: 'error'`). */
+export class MongoArrowTypeMismatchError extends MongoDriverError {
+  override code = ErrorCode.ArrowTypeMismatch
+  /** The column: `a.b` for a struct's field, `a[]` for a list's items. */
+  readonly path: string
+  /** The document's index in the results. */
+  readonly row: number
+  /** The column's type. */
+  readonly expected: string
+  /** The value's BSON type, as `$type` names it. */
+  readonly found: string
+
+  constructor(path: string, row: number, expected: string, found: string) {
+    super(`Arrow column '${path}' expects ${expected}, but document ${row} of the results holds a ${found}`)
+    this.path = path
+    this.row = row
+    this.expected = expected
+    this.found = found
+  }
+
+  override get name(): string {
+    return 'MongoArrowTypeMismatchError'
   }
 }
 

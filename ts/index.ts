@@ -71,6 +71,14 @@ export {
 } from './collection.js'
 export type { JsonFormat, JsonOptions, PipeJsonResult } from './json.js'
 export { AbstractCursor } from './cursor/abstract_cursor.js'
+export {
+  ArrowCursor,
+  type AggregateArrowOptions,
+  type ArrowCursorOptions,
+  type FindArrowOptions,
+  type PipeArrowResult,
+} from './cursor/arrow_cursor.js'
+export type { ArrowOptions, ArrowSchemaSpec, ArrowTypeName, ArrowTypeSpec } from './format/arrow.js'
 export { FindCursor } from './cursor/find_cursor.js'
 export { AggregationCursor } from './cursor/aggregation_cursor.js'
 export { isLazyDocument, materialize, type LazyDocument } from './format/lazy.js'
@@ -123,6 +131,7 @@ export type { BSONDeserializeOptions, BSONOptions, BSONSerializeOptions } from '
 export {
   ErrorCode,
   MongoAPIError,
+  MongoArrowTypeMismatchError,
   MongoAWSError,
   MongoAzureError,
   MongoClientClosedError,

@@ -35,6 +35,8 @@ import { mongooseSchema, topLevelFields } from './datasets.mjs'
  * @property {string} [feature]  The rumongo feature it needs (see detectRumongoFeatures).
  * @property {string} [note]     Shown in the notes column.
  * @property {boolean} [reduces] Runs the reduce workloads (and only them): `run` returns a reduction.
+ * @property {boolean} [sums]    Runs the sum workloads (the Arrow family, and only them): `run`
+ *   returns `{ count, sum }` of `query.sumColumn`.
  * @property {string[]} [workloads] Runs these workloads only (a variant measured on a few of them).
  * @property {(target: { uri: string, db: string }) => Promise<Session>} open
  */
@@ -262,6 +264,67 @@ function discardingSink() {
   return sink
 }
 
+/**
+ * The Arrow family: `query.sumColumn` summed end to end. The official route builds JS documents and
+ * then an apache-arrow table from them; rumongo's either builds documents (find) or only the Arrow
+ * columns (findArrow, built in Rust). The Arrow sums read the column's value buffers, as analytics
+ * code does.
+ */
+const SUM_PATHS = [
+  {
+    id: 'official-arrow',
+    label: 'mongodb toArray() + apache-arrow tableFromJSON',
+    sums: true,
+    async open({ uri }) {
+      const [{ MongoClient }, arrow] = await Promise.all([import('mongodb'), import('apache-arrow')])
+      const client = await MongoClient.connect(uri)
+      return {
+        run: async (query) => {
+          const documents = await client
+            .db(query.db)
+            .collection(query.collection)
+            .find(query.filter, findOptions(query))
+            .toArray()
+          return sumArrowColumn(arrow.tableFromJSON(documents), query.sumColumn)
+        },
+        summarize: summarizeCounted,
+        close: () => client.close(),
+      }
+    },
+  },
+  rumongoPath({
+    id: 'rumongo-sum',
+    label: 'rumongo find() + sum',
+    sums: true,
+    note: 'JS documents, no Arrow',
+    run: async (collection, query) => {
+      const documents = await collection.find(query.filter, findOptions(query))
+      let sum = 0
+      for (const document of documents) sum += document[query.sumColumn]
+      return { count: documents.length, sum }
+    },
+  }),
+  rumongoPath({
+    id: 'rumongo-arrow',
+    label: 'rumongo findArrow()',
+    feature: 'findArrow',
+    sums: true,
+    note: 'Arrow built in Rust, schema inferred',
+    run: async (collection, query) =>
+      sumArrowColumn(await collection.findArrow(query.filter, findOptions(query)), query.sumColumn),
+  }),
+]
+
+/** The sum of a numeric column of an apache-arrow table, over its chunks' value buffers. */
+function sumArrowColumn(table, name) {
+  let sum = 0
+  for (const data of table.getChild(name).data) {
+    const { values, offset, length } = data
+    for (let index = offset; index < offset + length; index++) sum += Number(values[index])
+  }
+  return { count: table.numRows, sum }
+}
+
 /** @type {Path[]} In table order; `official` first (the 1.00x reference). */
 export const PATHS = [
   official,
@@ -413,6 +476,7 @@ export const PATHS = [
       }
     },
   },
+  ...SUM_PATHS,
 ]
 
 /** The path with this id. */
@@ -431,7 +495,7 @@ export async function detectRumongoFeatures() {
   const client = new rumongo.MongoClient('mongodb://127.0.0.1:9')
   const collection = client.db('bench').collection('probe')
   const features = new Set(
-    ['findLazy', 'findCursor', 'findJson', 'pipeJson'].filter(
+    ['findLazy', 'findCursor', 'findJson', 'pipeJson', 'findArrow'].filter(
       (name) => typeof collection[name] === 'function',
     ),
   )

@@ -26,8 +26,8 @@ export function summarizeRuns(runs) {
   }
 }
 
-/** The official driver's paths: the reference of list workloads and of reduce workloads. */
-const OFFICIAL_PATHS = ['official', 'official-reduce']
+/** The official driver's paths: the reference of list, reduce and sum (Arrow) workloads. */
+const OFFICIAL_PATHS = ['official', 'official-reduce', 'official-arrow']
 
 /**
  * The official path a row compares with: a monitored variant (id ending in `-monitored`) with the

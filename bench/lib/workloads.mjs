@@ -10,6 +10,8 @@ import { lazyFields, wide45Projection } from './datasets.mjs'
  * @property {number} concurrency  Queries run at once with Promise.all (1 = a single query).
  * @property {boolean} [reduce]    A reduction (count, total, per region) instead of a document list:
  *   only the reducing paths run it (see `reduces` in paths.mjs).
+ * @property {string} [sumColumn]  The Arrow family: the sum of this numeric column, end to end,
+ *   through Arrow or JS documents; only the summing paths run it (see `sums` in paths.mjs).
  */
 
 /** @type {Workload[]} In table order. */
@@ -26,6 +28,10 @@ export const WORKLOADS = [
   // The WorkerPool case: 10 reductions at once, main-thread event-loop delay vs reducing on the
   // main thread (the max loop delay column samples a 10 ms heartbeat).
   { id: 'orders reduce x10', dataset: 'orders', concurrency: 10, reduce: true },
+  // The Arrow family: one numeric column summed, from the query to the number.
+  { id: 'wide45-4 sum', dataset: 'wide45', fieldCount: 4, concurrency: 1, sumColumn: 'n' },
+  { id: 'wide45-45 sum', dataset: 'wide45', fieldCount: 45, concurrency: 1, sumColumn: 'n' },
+  { id: 'tweets sum', dataset: 'tweets', concurrency: 1, sumColumn: 'retweet_count' },
 ]
 
 const workload = (id) => {
@@ -43,6 +49,7 @@ export function queryFor(workload, n, db) {
     projection: workload.dataset === 'wide45' ? wide45Projection(workload.fieldCount) : undefined,
     limit: n,
     lazyFields: lazyFields(workload.dataset, workload.fieldCount),
+    sumColumn: workload.sumColumn,
   }
 }
 
@@ -53,7 +60,10 @@ export function queryFor(workload, n, db) {
 const grid = (workloadIds, sizes, skip = { paths: [], reason: '' }) =>
   workloadIds.flatMap((id) => sizes.map((n) => ({ workload: workload(id), n, skip })))
 
-const SINGLE_QUERY_WORKLOADS = WORKLOADS.filter((w) => w.concurrency === 1).map((w) => w.id)
+const SINGLE_QUERY_WORKLOADS = WORKLOADS.filter((w) => w.concurrency === 1 && !w.sumColumn).map((w) => w.id)
+
+/** The Arrow family's workloads. */
+const SUM_WORKLOADS = WORKLOADS.filter((w) => w.sumColumn).map((w) => w.id)
 
 /** Documents per reduction in the reduce workload on the replay server. */
 const REDUCE_DOCUMENTS = 20_000
@@ -72,6 +82,7 @@ const PLANS = {
       ...grid(['wide45-4', 'wide45-15', 'wide45-45', 'tweets', 'orders'], [10_000]),
       ...grid(['wide45-45 x10'], [10_000]),
       ...grid(['orders reduce x10'], [REDUCE_DOCUMENTS]),
+      ...grid(SUM_WORKLOADS, [100_000]),
     ],
     full: () => [
       ...grid(SINGLE_QUERY_WORKLOADS, [1_000, 10_000, 100_000]),
@@ -83,6 +94,7 @@ const PLANS = {
       }),
       ...grid(['wide45-45 x10'], [10_000]),
       ...grid(['orders reduce x10'], [REDUCE_DOCUMENTS]),
+      ...grid(SUM_WORKLOADS, [100_000, 1_000_000]),
     ],
   },
   seeded: {

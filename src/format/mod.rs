@@ -3,12 +3,16 @@
 //! - `tape`: documents pre-decoded into numbers and string areas (the default);
 //! - `json`: JSON text (`findJson`, `pipeJson`);
 //! - `lazy`: a field index over the documents' BSON (`findLazy`);
-//! - `raw`: the documents' BSON (`raw: true`).
+//! - `raw`: the documents' BSON (`raw: true`);
+//! - `arrow`: Arrow record batches (`findArrow`), built from `raw` batches by an encoder that holds
+//!   the query's schema (inferred from its first batch), so it is a second step after the cursor,
+//!   not a `BatchOutput`.
 //!
 //! Adding a format: a module here and its arm in `encode_documents`, a `BatchOutput` variant (and
 //! the `DocumentBatch` fields it hands over), and its decoder in `ts/format/` registered in
 //! `ts/format/index.ts`.
 
+pub mod arrow;
 pub mod json;
 pub mod lazy;
 pub mod raw;

@@ -1,0 +1,103 @@
+// Which JS Arrow library wraps rumongo's IPC bytes faster: apache-arrow or @uwdata/flechette.
+// Builds 100k wide45 documents into Arrow IPC with rumongo's encoder (as findArrow does, in record
+// batches of ~8 MiB of BSON), then times each library reading the stream (the chunk list findArrow
+// hands over, no copy) and summing one int32 and one double column, and reading every string of one
+// utf8 column. Usage: node bench/arrow_readers.mjs [rows]
+import { createRequire } from 'node:module'
+import { performance } from 'node:perf_hooks'
+import { BSON } from 'bson'
+import * as arrow from 'apache-arrow'
+import * as flechette from '@uwdata/flechette'
+import { wide45Document } from './lib/datasets.mjs'
+
+const require = createRequire(import.meta.url)
+const { NativeArrowEncoder } = require('../dist/native.cjs')
+const { streamChunks } = require('../dist/format/arrow.js')
+
+const rows = Number(process.argv[2] ?? 100_000)
+const RECORD_BATCH_BSON = 8 * 1024 * 1024
+
+// Raw batches as the cursor hands them over: documents back to back.
+const parts = []
+const counts = []
+let current = []
+let bytes = 0
+for (let n = 0; n < rows; n++) {
+  const document = BSON.serialize(wide45Document(n))
+  current.push(document)
+  bytes += document.length
+  if (bytes >= RECORD_BATCH_BSON || n === rows - 1) {
+    parts.push(Buffer.concat(current))
+    counts.push(current.length)
+    current = []
+    bytes = 0
+  }
+}
+const encoder = new NativeArrowEncoder({ objectIdHex: false, mismatchError: false })
+const batches = []
+for (let i = 0; i < parts.length; i++) {
+  const encoded = await encoder.encode([parts[i]], [counts[i]], false)
+  batches.push({ ipc: encoded.ipc, schemaBytes: encoded.schemaBytes, rows: encoded.rows })
+}
+const chunks = streamChunks(batches)
+const ipcBytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0)
+
+function sumValues(dataChunks) {
+  let sum = 0
+  for (const { values, offset, length } of dataChunks)
+    for (let i = offset; i < offset + length; i++) sum += values[i]
+  return sum
+}
+
+const readers = {
+  'apache-arrow': {
+    open: () => arrow.tableFromIPC(chunks),
+    sum: (table, name) => sumValues(table.getChild(name).data),
+    strings: (table, name) => {
+      let length = 0
+      for (const text of table.getChild(name)) length += text.length
+      return length
+    },
+  },
+  flechette: {
+    open: () => flechette.tableFromIPC(chunks, { useProxy: false }),
+    // flechette's batches have no offset: their values start at 0.
+    sum: (table, name) =>
+      sumValues(table.getChild(name).data.map(({ values, length }) => ({ values, offset: 0, length }))),
+    strings: (table, name) => {
+      let length = 0
+      for (const text of table.getChild(name)) length += text.length
+      return length
+    },
+  },
+}
+
+const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]
+const time = (work) => {
+  const start = performance.now()
+  const result = work()
+  return [performance.now() - start, result]
+}
+
+console.log(`${rows} wide45 rows, ${batches.length} record batches, ${(ipcBytes / 1e6).toFixed(1)} MB of IPC`)
+console.log('| library | wrap ms | sum int32 n + double d01 ms | read utf8 s01 ms | total ms |')
+console.log('| --- | --- | --- | --- | --- |')
+for (const [name, reader] of Object.entries(readers)) {
+  const runs = { wrap: [], sum: [], strings: [] }
+  let check
+  for (let run = 0; run < 15; run++) {
+    const [wrapMs, table] = time(reader.open)
+    const [sumMs, sum] = time(() => reader.sum(table, 'n') + reader.sum(table, 'd01'))
+    const [stringsMs, length] = time(() => reader.strings(table, 's01'))
+    check ??= `${table.numRows} rows, sum ${sum}, ${length} chars`
+    if (run >= 5) {
+      runs.wrap.push(wrapMs)
+      runs.sum.push(sumMs)
+      runs.strings.push(stringsMs)
+    }
+  }
+  const [wrap, sum, strings] = [median(runs.wrap), median(runs.sum), median(runs.strings)]
+  console.log(
+    `| ${name} | ${wrap.toFixed(2)} | ${sum.toFixed(2)} | ${strings.toFixed(2)} | ${(wrap + sum + strings).toFixed(2)} |  (${check})`,
+  )
+}

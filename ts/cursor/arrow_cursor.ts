@@ -1,0 +1,420 @@
+/**
+ * Arrow reads: `findArrow` / `aggregateArrow` (a Table, or IPC bytes), their cursors of record
+ * batches, and `pipeArrow`. A find or aggregate hands over its raw server batches (no JS document
+ * is built); Rust turns them into Arrow record batches on the rayon pool (`src/format/arrow.rs`).
+ * @module
+ */
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
+import type { Document, Long } from 'bson'
+import type * as ApacheArrow from 'apache-arrow'
+import { describe } from '../validate.js'
+import {
+  callNative,
+  callNativeSync,
+  MongoArrowTypeMismatchError,
+  MongoInvalidArgumentError,
+} from '../errors.js'
+import {
+  END_OF_STREAM,
+  loadApacheArrow,
+  nativeFields,
+  RAW_BATCHES,
+  schemaProjection,
+  streamChunks,
+  TYPE_MISMATCHES_KEY,
+  type ArrowOptions,
+  type IpcBatch,
+  type NativeFields,
+} from '../format/arrow.js'
+import { NativeArrowEncoder, type DocumentBatch } from '../native.cjs'
+import type { AggregateOptions, FindOptions } from '../options.js'
+import { AbstractCursor, CursorIterator, type CursorSource } from './abstract_cursor.js'
+import { AggregationCursor } from './aggregation_cursor.js'
+import { FindCursor } from './find_cursor.js'
+
+/** Options of `findArrow` and `findArrowCursor`: those of `find`, plus the Arrow ones. */
+export interface FindArrowOptions extends FindOptions, ArrowOptions, ArrowCursorOptions {
+  /** `findArrow`: resolve to a Table (default) or to the IPC stream bytes. */
+  as?: 'table' | 'ipc'
+}
+
+/** Options of `aggregateArrow` and `aggregateArrowCursor`. */
+export interface AggregateArrowOptions extends AggregateOptions, ArrowOptions, ArrowCursorOptions {
+  /** `aggregateArrow`: resolve to a Table (default) or to the IPC stream bytes. */
+  as?: 'table' | 'ipc'
+}
+
+/** How an Arrow cursor cuts its record batches. */
+export interface ArrowCursorOptions {
+  /**
+   * Server batches are gathered into one record batch until it holds at least this many rows.
+   * Default: a cursor yields one record batch per server batch; `findArrow` and `pipeArrow`
+   * gather about 8 MiB of BSON per record batch.
+   */
+  rowsPerBatch?: number
+}
+
+/** What `pipeArrow` wrote. */
+export interface PipeArrowResult {
+  rows: number
+  batches: number
+  bytes: number
+}
+
+/** BSON per record batch of `findArrow` / `pipeArrow`: few record batches, bounded memory. */
+const TABLE_BATCH_BYTES = 8 * 1024 * 1024
+
+/**
+ * Server batches fetched ahead by a Table or pipe read: one record batch's worth of learned
+ * ~512 KiB batches, so the next ones arrive while one is built (with the default 2, fetching
+ * stopped during each build).
+ */
+const TABLE_PREFETCH = 16
+
+const ARROW_OPTION_NAMES = ['schema', 'onTypeMismatch', 'objectId', 'rowsPerBatch', 'as'] as const
+
+/** Decode options that would shape JS documents: Arrow builds none. */
+const SHAPING_BSON_OPTIONS = [
+  'raw',
+  'promoteValues',
+  'promoteLongs',
+  'promoteBuffers',
+  'useBigInt64',
+  'bsonRegExp',
+]
+
+/** An Arrow read's options, split into the query's and the Arrow ones (checked). */
+function splitOptions<T extends Document>(options: T, method: string) {
+  if (options === null || typeof options !== 'object') {
+    throw new MongoInvalidArgumentError(`${method} options must be an object, got ${describe(options)}`)
+  }
+  const query: Document = { ...options }
+  for (const name of ARROW_OPTION_NAMES) delete query[name]
+  if (query.explain != null) {
+    throw new MongoInvalidArgumentError(
+      `${method}: explain does not apply to Arrow output: read the plan with explain()`,
+    )
+  }
+  for (const name of SHAPING_BSON_OPTIONS) {
+    if (query[name] !== undefined) {
+      throw new MongoInvalidArgumentError(
+        `${method}: ${name} does not apply to Arrow output, which builds no documents`,
+      )
+    }
+  }
+  const {
+    schema,
+    onTypeMismatch = 'null',
+    objectId = 'binary',
+    rowsPerBatch,
+  } = options as ArrowOptions & ArrowCursorOptions
+  if (onTypeMismatch !== 'null' && onTypeMismatch !== 'error') {
+    throw new MongoInvalidArgumentError(
+      `${method}: onTypeMismatch must be 'null' or 'error', got ${describe(onTypeMismatch)}`,
+    )
+  }
+  if (objectId !== 'binary' && objectId !== 'hex') {
+    throw new MongoInvalidArgumentError(
+      `${method}: objectId must be 'binary' or 'hex', got ${describe(objectId)}`,
+    )
+  }
+  if (rowsPerBatch !== undefined && !(Number.isSafeInteger(rowsPerBatch) && rowsPerBatch > 0)) {
+    throw new MongoInvalidArgumentError(
+      `${method}: rowsPerBatch must be a positive integer, got ${describe(rowsPerBatch)}`,
+    )
+  }
+  const fields = schema === undefined ? undefined : nativeFields(schema)
+  const encoder = callNativeSync(
+    () =>
+      new NativeArrowEncoder({
+        schema: fields && JSON.stringify(fields),
+        objectIdHex: objectId === 'hex',
+        mismatchError: onTypeMismatch === 'error',
+      }),
+  )
+  return { query, fields, encoder, rowsPerBatch }
+}
+
+/** @internal The cursor of `findArrowCursor` (and what `findArrow` reads). */
+export function findArrowCursor(
+  source: CursorSource,
+  filter: Document,
+  options: FindArrowOptions,
+  tableBatches: boolean,
+): ArrowCursor {
+  const { query, fields, encoder, rowsPerBatch } = splitOptions(options, 'findArrow')
+  // The caller's `projection` key wins, even undefined (a server that takes no projection).
+  if (fields !== undefined && !('projection' in query)) query.projection = schemaProjection(fields)
+  if (query.projection === undefined) delete query.projection
+  const documents = new FindCursor<DocumentBatch>(source, filter, query, RAW_BATCHES)
+  if (tableBatches) documents.prefetch(TABLE_PREFETCH)
+  return new ArrowCursor(documents, encoder, rowsPerBatch, tableBatches ? TABLE_BATCH_BYTES : 0)
+}
+
+/** @internal The cursor of `aggregateArrowCursor` (and what `aggregateArrow` reads). */
+export function aggregateArrowCursor(
+  source: CursorSource,
+  pipeline: readonly Document[],
+  options: AggregateArrowOptions,
+  tableBatches: boolean,
+): ArrowCursor {
+  const { query, fields, encoder, rowsPerBatch } = splitOptions(options, 'aggregateArrow')
+  const stages =
+    Array.isArray(pipeline) && fields !== undefined
+      ? [...pipeline, { $project: schemaProjection(fields) }]
+      : pipeline
+  const documents = new AggregationCursor<DocumentBatch>(source, stages, query, RAW_BATCHES)
+  if (tableBatches) documents.prefetch(TABLE_PREFETCH)
+  return new ArrowCursor(documents, encoder, rowsPerBatch, tableBatches ? TABLE_BATCH_BYTES : 0)
+}
+
+/**
+ * A cursor of Arrow record batches: one per server batch by default (see
+ * {@link ArrowCursorOptions.rowsPerBatch}), all of one schema. Memory stays bounded: server batches
+ * are fetched a few ahead of the reader, and one record batch is built ahead while the last one is
+ * read. Leaving a `for await` early, `close()`, or closing the client kills the server cursor.
+ */
+export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
+  readonly #documents: AbstractCursor<DocumentBatch>
+  readonly #encoder: NativeArrowEncoder
+  readonly #rowsPerBatch: number | undefined
+  /** Gather server batches up to this much BSON per record batch (0: one per server batch). */
+  readonly #batchBytes: number
+  /** Rows of the record batches built so far. */
+  #rows = 0
+  #batches = 0
+  /** The next record batch, being built while the last one is read. */
+  #ahead: Promise<IpcBatch | null> | null = null
+  #mismatches: Record<string, number> = {}
+  #fields: NativeFields | undefined
+  #closed = false
+
+  /** @internal Created by `findArrowCursor` / `aggregateArrowCursor`. */
+  constructor(
+    documents: AbstractCursor<DocumentBatch>,
+    encoder: NativeArrowEncoder,
+    rowsPerBatch: number | undefined,
+    batchBytes: number,
+  ) {
+    this.#documents = documents
+    this.#encoder = encoder
+    this.#rowsPerBatch = rowsPerBatch
+    this.#batchBytes = batchBytes
+  }
+
+  /** Values nulled because their type did not fit their column, by column path, so far. */
+  get typeMismatches(): Record<string, number> {
+    return { ...this.#mismatches }
+  }
+
+  /** The server cursor's id once the first batch arrived (`Long(0)` once the server has no more). */
+  get id(): Long | undefined {
+    return this.#documents.id
+  }
+
+  /** Rows read so far. */
+  get rows(): number {
+    return this.#rows
+  }
+
+  /** True once closed or exhausted. */
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  /**
+   * The next record batch as an IPC stream of its own (schema, batch, end of stream), or `null`
+   * at the end.
+   * @throws MongoArrowTypeMismatchError with `onTypeMismatch: 'error'`; the cursor is closed.
+   */
+  async nextIPC(): Promise<Buffer | null> {
+    return (await this.nextIpcBatch())?.ipc ?? null
+  }
+
+  /**
+   * The next record batch, or `null` at the end (needs `apache-arrow`).
+   * @throws MongoArrowTypeMismatchError with `onTypeMismatch: 'error'`; the cursor is closed.
+   */
+  async next(): Promise<ApacheArrow.RecordBatch | null> {
+    const arrow = await loadApacheArrow('ArrowCursor.next')
+    const batch = await this.nextIpcBatch()
+    return batch === null ? null : arrow.tableFromIPC(batch.ipc).batches[0]
+  }
+
+  /** @internal The next record batch as Rust built it. */
+  async nextIpcBatch(): Promise<IpcBatch | null> {
+    if (this.#closed) return null
+    const ahead = this.#ahead ?? this.#build()
+    this.#ahead = null
+    const batch = await ahead
+    // The schema is fixed once the first rows are built: the next batch may be built meanwhile.
+    if (batch !== null && this.#fields !== undefined && !this.#closed) {
+      this.#ahead = this.#build()
+      this.#ahead.catch(() => {})
+    }
+    return batch
+  }
+
+  /** @internal An empty batch of the cursor's schema (a result without rows still has one). */
+  emptyBatch(): Promise<IpcBatch> {
+    return this.#encode([], [])
+  }
+
+  /** Gathers the next server batches and builds them into a record batch. */
+  async #build(): Promise<IpcBatch | null> {
+    const parts: Buffer[] = []
+    const counts: number[] = []
+    let rows = 0
+    let bytes = 0
+    for (;;) {
+      let batch: DocumentBatch | null
+      try {
+        batch = await this.#documents.next()
+      } catch (error) {
+        await this.close()
+        throw error
+      }
+      if (batch === null) break
+      parts.push(batch.documents!)
+      counts.push(batch.count)
+      rows += batch.count
+      bytes += batch.documentBytes
+      // A large first reply arrives in parts (see DocumentBatch.replyPartsLeft): one server batch.
+      if (batch.replyPartsLeft === 0 && this.#enough(rows, bytes)) break
+    }
+    if (parts.length === 0) {
+      await this.close()
+      return null
+    }
+    return this.#encode(parts, counts)
+  }
+
+  #enough(rows: number, bytes: number): boolean {
+    if (this.#rowsPerBatch !== undefined) return rows >= this.#rowsPerBatch
+    return bytes >= this.#batchBytes
+  }
+
+  async #encode(parts: Buffer[], counts: number[]): Promise<IpcBatch> {
+    // A Table or a pipe takes record batches of any count: large encodes are built in parallel.
+    const split = this.#batchBytes > 0
+    const encoded = await callNative(() => this.#encoder.encode(parts, counts, split))
+    const mismatch = encoded.typeMismatch
+    if (mismatch) {
+      await this.close()
+      throw new MongoArrowTypeMismatchError(
+        mismatch.path,
+        this.#rows + mismatch.row,
+        mismatch.expected,
+        mismatch.found,
+      )
+    }
+    for (const { path, count } of encoded.mismatches)
+      this.#mismatches[path] = (this.#mismatches[path] ?? 0) + count
+    if (encoded.rows > 0) this.#fields ??= JSON.parse(encoded.schema) as NativeFields
+    this.#rows += encoded.rows
+    this.#batches += 1
+    return {
+      ipc: encoded.ipc!,
+      schemaBytes: encoded.schemaBytes,
+      rows: encoded.rows,
+      recordBatches: encoded.recordBatches,
+    }
+  }
+
+  /** Kills the server cursor if still open. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true
+    this.#ahead = null
+    await this.#documents.close()
+  }
+
+  /** A Node `Readable` (object mode) of the record batches; backpressure pauses reading. */
+  stream(): Readable {
+    return Readable.from(this)
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<ApacheArrow.RecordBatch, void, void> {
+    return new CursorIterator(this)
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+}
+
+/** @internal All the record batches of `cursor`, closed after; one empty batch for no rows. */
+async function readAll(cursor: ArrowCursor): Promise<IpcBatch[]> {
+  const batches: IpcBatch[] = []
+  try {
+    for (let batch; (batch = await cursor.nextIpcBatch()) !== null;) batches.push(batch)
+    if (batches.length === 0) batches.push(await cursor.emptyBatch())
+  } finally {
+    await cursor.close()
+  }
+  return batches
+}
+
+/** @internal `findArrow` / `aggregateArrow`: the cursor's rows as a Table, or IPC bytes. */
+export async function readArrow(
+  open: () => ArrowCursor,
+  as: unknown,
+  method: string,
+): Promise<ApacheArrow.Table | Buffer> {
+  if (as !== undefined && as !== 'table' && as !== 'ipc') {
+    throw new MongoInvalidArgumentError(`${method}: as must be 'table' or 'ipc', got ${describe(as)}`)
+  }
+  // Before the query: a missing apache-arrow fails at once.
+  const arrow = as === 'ipc' ? undefined : await loadApacheArrow(method)
+  const cursor = open()
+  const batches = await readAll(cursor)
+  if (arrow === undefined) return Buffer.concat(streamChunks(batches))
+  // Each encode is a stream of its own: its record batches join one Table (no copy).
+  const table = new arrow.Table(batches.flatMap(({ ipc }) => arrow.tableFromIPC(ipc).batches))
+  const mismatches = cursor.typeMismatches
+  if (Object.keys(mismatches).length > 0)
+    table.schema.metadata.set(TYPE_MISMATCHES_KEY, JSON.stringify(mismatches))
+  return table
+}
+
+/**
+ * @internal `pipeArrow`: the cursor's rows written to `destination` as one Arrow IPC stream, then
+ * ended. A query that fails before its first batch rejects with the destination untouched.
+ */
+export async function pipeArrow(
+  open: () => ArrowCursor,
+  destination: NodeJS.WritableStream,
+): Promise<PipeArrowResult> {
+  if (typeof destination?.write !== 'function' || typeof destination.on !== 'function') {
+    throw new MongoInvalidArgumentError(`pipeArrow needs a Writable stream, got ${describe(destination)}`)
+  }
+  const cursor = open()
+  const written: PipeArrowResult = { rows: 0, batches: 0, bytes: 0 }
+  let first: IpcBatch | null
+  try {
+    first = (await cursor.nextIpcBatch()) ?? (await cursor.emptyBatch())
+  } catch (error) {
+    await cursor.close()
+    throw error
+  }
+  async function* chunks(): AsyncGenerator<Buffer> {
+    try {
+      for (let batch = first; batch !== null; batch = await cursor.nextIpcBatch()) {
+        const chunk = batch.ipc.subarray(
+          batch === first ? 0 : batch.schemaBytes,
+          batch.ipc.length - END_OF_STREAM.length,
+        )
+        written.rows += batch.rows
+        written.batches += batch.recordBatches
+        written.bytes += chunk.length
+        yield chunk
+      }
+      written.bytes += END_OF_STREAM.length
+      yield END_OF_STREAM
+    } finally {
+      await cursor.close()
+    }
+  }
+  await pipeline(Readable.from(chunks(), { objectMode: false }), destination)
+  return written
+}
