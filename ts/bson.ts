@@ -49,6 +49,19 @@ const BSON_OPTION_NAMES = [
   'raw',
 ] as const satisfies readonly (keyof BSONOptions)[]
 
+/**
+ * Decode options that change what a document looks like in JS: outputs that build no JS documents
+ * (JSON, Arrow) refuse them instead of ignoring them.
+ */
+export const DOCUMENT_SHAPING_OPTIONS = [
+  'raw',
+  'promoteValues',
+  'promoteLongs',
+  'promoteBuffers',
+  'useBigInt64',
+  'bsonRegExp',
+] as const satisfies readonly (keyof BSONDeserializeOptions)[]
+
 /** True for the option names that belong to BSON, which operations accept next to their own. */
 export function isBSONOptionName(name: string): name is keyof BSONOptions {
   return (BSON_OPTION_NAMES as readonly string[]).includes(name)

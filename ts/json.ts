@@ -6,7 +6,7 @@
  */
 import type { Writable } from 'node:stream'
 import type { Document } from 'bson'
-import { DEFAULT_BSON_OPTIONS } from './bson.js'
+import { DEFAULT_BSON_OPTIONS, DOCUMENT_SHAPING_OPTIONS } from './bson.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { FindCursor } from './cursor/find_cursor.js'
 import { MongoInvalidArgumentError, MongoOperationTimeoutError } from './errors.js'
@@ -29,16 +29,6 @@ export interface PipeJsonResult {
   bytes: number
 }
 
-/** Decode options that would change the documents the JSON renders: not applicable here. */
-const SHAPING_BSON_OPTIONS = [
-  'raw',
-  'promoteValues',
-  'promoteLongs',
-  'promoteBuffers',
-  'useBigInt64',
-  'bsonRegExp',
-] as const
-
 const OPEN = Buffer.from('[')
 const COMMA = Buffer.from(',')
 const CLOSE = Buffer.from(']')
@@ -52,7 +42,7 @@ function jsonCursor(source: CursorSource, filter: Document, options: JsonOptions
   if (format !== 'relaxed' && format !== 'plain') {
     throw new MongoInvalidArgumentError(`format must be 'relaxed' or 'plain', got ${describe(format)}`)
   }
-  for (const name of SHAPING_BSON_OPTIONS) {
+  for (const name of DOCUMENT_SHAPING_OPTIONS) {
     if (options[name] !== undefined && options[name] !== DEFAULT_BSON_OPTIONS[name]) {
       throw new MongoInvalidArgumentError(
         `${name} does not apply to JSON output, which renders the official driver's default documents`,

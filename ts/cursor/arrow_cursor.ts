@@ -8,6 +8,7 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import type { Document, Long } from 'bson'
 import type * as ApacheArrow from 'apache-arrow'
+import { DOCUMENT_SHAPING_OPTIONS } from '../bson.js'
 import { describe } from '../validate.js'
 import {
   callNative,
@@ -74,16 +75,6 @@ const TABLE_PREFETCH = 16
 
 const ARROW_OPTION_NAMES = ['schema', 'onTypeMismatch', 'objectId', 'rowsPerBatch', 'as'] as const
 
-/** Decode options that would shape JS documents: Arrow builds none. */
-const SHAPING_BSON_OPTIONS = [
-  'raw',
-  'promoteValues',
-  'promoteLongs',
-  'promoteBuffers',
-  'useBigInt64',
-  'bsonRegExp',
-]
-
 /** An Arrow read's options, split into the query's and the Arrow ones (checked). */
 function splitOptions<T extends Document>(options: T, method: string) {
   if (options === null || typeof options !== 'object') {
@@ -96,7 +87,7 @@ function splitOptions<T extends Document>(options: T, method: string) {
       `${method}: explain does not apply to Arrow output: read the plan with explain()`,
     )
   }
-  for (const name of SHAPING_BSON_OPTIONS) {
+  for (const name of DOCUMENT_SHAPING_OPTIONS) {
     if (query[name] !== undefined) {
       throw new MongoInvalidArgumentError(
         `${method}: ${name} does not apply to Arrow output, which builds no documents`,
