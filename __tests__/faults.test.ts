@@ -544,13 +544,17 @@ describe('soak', () => {
   it(
     'keeps RSS and open cursors flat over a short mixed-read soak',
     async () => {
-      const { stdout } = await promisify(execFile)(
+      // A failing soak exits 1 after printing its report: keep what it printed either way.
+      const { stdout, stderr } = await promisify(execFile)(
         process.execPath,
         ['--expose-gc', join(root, 'scripts', 'soak.mjs'), '--seconds', '15', '--uri', uri],
         { cwd: root, timeout: SOAK_TIMEOUT_MS },
-      )
-      const report = JSON.parse(stdout.trim().split('\n').at(-1)!)
-      expect(report.ok, stdout).toBe(true)
+      ).catch((error: { stdout?: string; stderr?: string; message: string }) => ({
+        stdout: error.stdout ?? '',
+        stderr: `${error.message}\n${error.stderr ?? ''}`,
+      }))
+      const report = JSON.parse(stdout.trim().split('\n').at(-1) || '{}')
+      expect(report.ok, `${stdout}\n${stderr}`).toBe(true)
       expect(report.errors).toBe(0)
       expect(report.operations).toBeGreaterThan(30)
       expect(report.openCursorsAtEnd).toBe(0)
