@@ -24,7 +24,7 @@ import {
   type Collection,
 } from 'rumongo'
 import { objectIdFor, typedDocuments } from './setup/data.js'
-import { connectBoth, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
+import { connectBoth, serverCursorAlive, settled, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
 import { serveDocuments, type ServedReplay } from './setup/replay.js'
 
 const dbName = uniqueDbName('arrow')
@@ -424,7 +424,7 @@ describe('streaming', () => {
     expect(cursor.closed).toBe(true)
     const id = cursor.id!
     expect(id.isZero()).toBe(false)
-    expect(await settled(() => serverCursorAlive(id, 'many'), false)).toBe(false)
+    expect(await settled(() => cursorAlive(id, 'many'), false)).toBe(false)
   })
 
   it('a type mismatch error kills the server cursor', async () => {
@@ -434,7 +434,7 @@ describe('streaming', () => {
     )
     await expect(cursor.next()).rejects.toBeInstanceOf(MongoArrowTypeMismatchError)
     expect(cursor.closed).toBe(true)
-    expect(await settled(() => serverCursorAlive(cursor.id!, 'mixed'), false)).toBe(false)
+    expect(await settled(() => cursorAlive(cursor.id!, 'mixed'), false)).toBe(false)
   })
 
   it('pipeArrow writes one IPC stream that apache-arrow and flechette read', async () => {
@@ -689,23 +689,6 @@ async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
   return all
 }
 
-/** `check()` once it returns `expected`, or its last answer after 5 s (a kill reaches the server shortly after). */
-async function settled<T>(check: () => Promise<T>, expected: T): Promise<T> {
-  let answer = await check()
-  for (const deadline = Date.now() + 5000; answer !== expected && Date.now() < deadline;) {
-    await sleep(50)
-    answer = await check()
-  }
-  return answer
-}
-
-/** Runs getMore on `id` with the official driver: whether the server cursor is still open. */
-async function serverCursorAlive(id: Long, collection: string): Promise<boolean> {
-  try {
-    await drivers.official.db(dbName).command({ getMore: id, collection, batchSize: 1 })
-    return true
-  } catch (error) {
-    expect(error).toMatchObject({ code: 43 }) // CursorNotFound
-    return false
-  }
-}
+/** Whether the server cursor `id` on `collection` is still open. */
+const cursorAlive = (id: Long, collection: string) =>
+  serverCursorAlive(drivers.official.db(dbName), collection, id)

@@ -20,7 +20,15 @@ import {
 } from 'rumongo'
 // @ts-expect-error: a plain ESM script without types
 import { startReplay } from '../scripts/replay.mjs'
-import { connectBoth, expectIdentical, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
+import {
+  connectBoth,
+  expectIdentical,
+  serverCursorAlive,
+  settled,
+  uniqueDbName,
+  uri,
+  type Drivers,
+} from './setup/helpers.js'
 
 // The native cursor under the TypeScript one, and the error translation.
 const require = createRequire(import.meta.url)
@@ -50,29 +58,8 @@ afterAll(async () => {
 const ours = () => drivers.rumongo.db(dbName).collection('items')
 const theirs = () => drivers.official.db(dbName).collection('items')
 
-/**
- * `check()` once it returns `expected`, or its last answer after 5 s. A dropped driver cursor is
- * killed by a killCursors the crate sends in the background, so the server sees it shortly after.
- */
-async function settled<T>(check: () => Promise<T>, expected: T): Promise<T> {
-  let answer = await check()
-  for (const deadline = Date.now() + 5000; answer !== expected && Date.now() < deadline;) {
-    await sleep(50)
-    answer = await check()
-  }
-  return answer
-}
-
-/** Runs getMore on `id` with the official driver: proves whether the server cursor is still open. */
-async function serverCursorAlive(id: Long): Promise<boolean> {
-  try {
-    await drivers.official.db(dbName).command({ getMore: id, collection: 'items', batchSize: 1 })
-    return true
-  } catch (error) {
-    expect(error).toMatchObject({ code: 43 }) // CursorNotFound
-    return false
-  }
-}
+/** Whether the server cursor `id` on the items collection is still open. */
+const cursorAlive = (id: Long) => serverCursorAlive(drivers.official.db(dbName), 'items', id)
 
 describe('findCursor on the real server', () => {
   const options = { sort: { n: 1 }, batchSize: 97 } as const
@@ -305,15 +292,15 @@ describe('findCursor on the real server', () => {
     const kept = ours().findCursor({}, options)
     await kept.next()
     expect(kept.id).toBeInstanceOf(Long)
-    expect(await serverCursorAlive(kept.id!)).toBe(true)
+    expect(await cursorAlive(kept.id!)).toBe(true)
     await kept.close()
-    expect(await settled(() => serverCursorAlive(kept.id!), false)).toBe(false)
+    expect(await settled(() => cursorAlive(kept.id!), false)).toBe(false)
 
     const cursor = ours().findCursor({}, options)
     let read = 0
     for await (const _ of cursor) if (++read === 10) break
     expect(cursor.closed).toBe(true)
-    expect(await settled(() => serverCursorAlive(cursor.id!), false)).toBe(false)
+    expect(await settled(() => cursorAlive(cursor.id!), false)).toBe(false)
   })
 
   it('a failure mid-stream rejects the iteration and emits error on the stream', async () => {

@@ -1,6 +1,7 @@
 // Shared test helpers: both drivers on the test server, and deep equality that checks types.
-import { inject } from 'vitest'
-import { MongoClient as OfficialClient } from 'mongodb'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { expect, inject } from 'vitest'
+import { MongoClient as OfficialClient, type Db, type Long } from 'mongodb'
 import { MongoClient } from 'rumongo'
 
 export const uri = inject('mongodbUri')
@@ -107,5 +108,29 @@ export function officialDeserializeOptions(options: Record<string, unknown>) {
     useBigInt64: options.useBigInt64 as boolean,
     bsonRegExp: options.bsonRegExp as boolean,
     validation: { utf8: options.enableUtf8Validation as boolean },
+  }
+}
+
+/**
+ * `check()` once it returns `expected`, or its last answer after 5 s. A dropped driver cursor is
+ * killed by a killCursors sent in the background, so the server sees it shortly after.
+ */
+export async function settled<T>(check: () => Promise<T>, expected: T): Promise<T> {
+  let answer = await check()
+  for (const deadline = Date.now() + 5000; answer !== expected && Date.now() < deadline;) {
+    await sleep(50)
+    answer = await check()
+  }
+  return answer
+}
+
+/** Runs getMore on cursor `id` through `db` (an official driver's): whether the server cursor is still open. */
+export async function serverCursorAlive(db: Db, collection: string, id: Long): Promise<boolean> {
+  try {
+    await db.command({ getMore: id, collection, batchSize: 1 })
+    return true
+  } catch (error) {
+    expect(error).toMatchObject({ code: 43 }) // CursorNotFound
+    return false
   }
 }
