@@ -124,6 +124,14 @@ export const MONITORED = {
   },
   note: 'monitorCommands: true, one commandSucceeded listener reading commandName and duration; ratio vs the official driver with the same listener',
   workloads: ['orders', 'wide45-45'],
+  /** A path's note and workloads when monitored (nothing otherwise). */
+  describe: (monitored) => (monitored ? { note: MONITORED.note, workloads: MONITORED.workloads } : {}),
+  /** `MongoClient.connect(uri)`, with the options and listener when monitored. */
+  async connect(MongoClient, uri, monitored) {
+    const client = await MongoClient.connect(uri, monitored ? MONITORED.options : {})
+    if (monitored) MONITORED.listen(client)
+    return client
+  },
 }
 
 const official = officialFind('official', 'mongodb find().toArray()', false)
@@ -133,11 +141,10 @@ function officialFind(id, label, monitored) {
   return {
     id,
     label,
-    ...(monitored ? { note: MONITORED.note, workloads: MONITORED.workloads } : {}),
+    ...MONITORED.describe(monitored),
     async open({ uri }) {
       const { MongoClient } = await import('mongodb')
-      const client = await MongoClient.connect(uri, monitored ? MONITORED.options : {})
-      if (monitored) MONITORED.listen(client)
+      const client = await MONITORED.connect(MongoClient, uri, monitored)
       return {
         run: (query) =>
           client.db(query.db).collection(query.collection).find(query.filter, findOptions(query)).toArray(),
@@ -238,11 +245,10 @@ function mongoosePath(lean) {
 function rumongoPath({ run, summarize = summarizeCounted, monitored = false, ...description }) {
   return {
     ...description,
-    ...(monitored ? { note: MONITORED.note, workloads: MONITORED.workloads } : {}),
+    ...MONITORED.describe(monitored),
     async open({ uri }) {
       const { MongoClient } = await import('rumongo')
-      const client = await MongoClient.connect(uri, monitored ? MONITORED.options : {})
-      if (monitored) MONITORED.listen(client)
+      const client = await MONITORED.connect(MongoClient, uri, monitored)
       return {
         run: (query) => run(client.db(query.db).collection(query.collection), query),
         summarize,

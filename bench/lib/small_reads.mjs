@@ -74,8 +74,7 @@ export const SMALL_LIBRARIES = [
     queries: ALL_QUERIES,
     async open({ uri, db, collection, monitored = false }) {
       const { MongoClient } = await import('mongodb')
-      const client = await MongoClient.connect(uri, monitored ? MONITORED.options : {})
-      if (monitored) MONITORED.listen(client)
+      const client = await MONITORED.connect(MongoClient, uri, monitored)
       const orders = client.db(db).collection(collection)
       return {
         findById: (id) => orders.findOne({ _id: id }),
@@ -92,8 +91,7 @@ export const SMALL_LIBRARIES = [
     queries: ALL_QUERIES,
     async open({ uri, db, collection, monitored = false }) {
       const { MongoClient } = await import('rumongo')
-      const client = await MongoClient.connect(uri, monitored ? MONITORED.options : {})
-      if (monitored) MONITORED.listen(client)
+      const client = await MONITORED.connect(MongoClient, uri, monitored)
       const orders = client.db(db).collection(collection)
       return {
         findById: (id) => orders.findOne({ _id: id }),
