@@ -2,7 +2,9 @@
 // rumongo-<version>.tgz, the main package, whose optionalDependencies name every platform
 // package, and rumongo-<triple>-<version>.tgz for each platform this machine can build: on
 // Linux every Linux target (cross-built with cargo-zigbuild), on macOS both macOS targets, on
-// Windows win32-x64-msvc (.github/workflows/release.yml runs it on each). `-- --only linux-x64-gnu,...` limits the platforms built;
+// Windows win32-x64-msvc. `-- --only main,linux-x64-gnu,...` packs only the named ones (`main` is
+// the main package): the release workflow's build jobs pack their platforms, and one job packs the
+// main package, which is the same on every platform. A run replaces only the tarballs it packs.
 // `-- --skip-build` packs the dist/ already built instead of running `npm run build` first.
 //
 // Cross builds need zig and cargo-zigbuild on PATH (`pip install ziglang cargo-zigbuild`) and the
@@ -31,9 +33,22 @@ const run = (command, args, options = {}) =>
 
 const { values } = parseArgs({ options: { only: { type: 'string' }, 'skip-build': { type: 'boolean' } } })
 const wanted = values.only?.split(',')
+const unknown = wanted?.filter((name) => name !== 'main' && !platforms.some((p) => p.triple === name))
+if (unknown?.length) {
+  console.error(
+    `package: no platform ${unknown.join(', ')} (main or one of ${platforms.map((p) => p.triple).join(', ')})`,
+  )
+  process.exit(1)
+}
+const packMain = !wanted || wanted.includes('main')
 // Linux hosts cross-build every Linux target with zig; macOS and Windows hosts build their own
 // platform's targets with cargo (as the release workflow's matrix does).
 const buildable = platforms.filter((p) => p.os === process.platform && (!wanted || wanted.includes(p.triple)))
+const notHere = wanted?.filter((name) => name !== 'main' && !buildable.some((p) => p.triple === name))
+if (notHere?.length) {
+  console.error(`package: ${notHere.join(', ')} cannot be built on ${process.platform}`)
+  process.exit(1)
+}
 const crossBuild = process.platform === 'linux'
 const libraryFile = { linux: 'librumongo.so', darwin: 'librumongo.dylib', win32: 'rumongo.dll' }[
   process.platform
@@ -52,12 +67,11 @@ if (crossBuild && buildable.length > 0 && !onPath('cargo-zigbuild')) {
 }
 
 // The TypeScript layer and dist/ (the host addon it holds is not shipped in the main package).
-if (!values['skip-build']) run('npm', ['run', 'build'])
+if (packMain && !values['skip-build']) run('npm', ['run', 'build'])
 
 const installed = execFileSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' })
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
-rmSync(out, { recursive: true, force: true })
-mkdirSync(out)
+mkdirSync(out, { recursive: true })
 for (const platform of buildable) {
   const rustTarget = platform.rust.replace(/\.\d+\.\d+$/, '')
   if (!installed.split('\n').includes(rustTarget)) run('rustup', ['target', 'add', rustTarget])
@@ -88,12 +102,18 @@ for (const platform of buildable) {
     join(dir, `rumongo.${platform.triple}.node`),
   )
   copyFileSync(join(root, 'LICENSE'), join(dir, 'LICENSE'))
+  rmSync(join(out, `rumongo-${platform.triple}-${pkg.version}.tgz`), { force: true })
   run('npm', ['pack', '--pack-destination', out], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] })
+}
+if (!packMain) {
+  console.log(`package: ${out}`)
+  process.exit(0)
 }
 
 // The main package, staged so that its package.json can list the platform packages (as
 // `napi prepublish` does) and its dist/ leaves out the addon built for this machine's own glibc.
 const stage = join(out, '.stage')
+rmSync(stage, { recursive: true, force: true })
 mkdirSync(stage)
 for (const entry of ['dist', 'ts', 'README.md', 'LICENSE', 'MIGRATION.md', 'BENCHMARKS.md', 'CHANGELOG.md']) {
   cpSync(join(root, entry), join(stage, entry), {
@@ -105,8 +125,9 @@ pkg.optionalDependencies = Object.fromEntries(platforms.map((p) => [`rumongo-${p
 delete pkg.devDependencies
 delete pkg.scripts
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`)
+const mainTarball = join(out, `rumongo-${pkg.version}.tgz`)
+rmSync(mainTarball, { force: true })
 run('npm', ['pack', '--pack-destination', out], { cwd: stage, stdio: ['ignore', 'ignore', 'inherit'] })
 rmSync(stage, { recursive: true })
-if (!existsSync(join(out, `rumongo-${pkg.version}.tgz`)))
-  throw new Error('package: the main tarball is missing')
+if (!existsSync(mainTarball)) throw new Error('package: the main tarball is missing')
 console.log(`package: ${out}`)
