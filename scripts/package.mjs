@@ -6,6 +6,10 @@
 // the main package): the release workflow's build jobs pack their platforms, and one job packs the
 // main package, which is the same on every platform. A run replaces only the tarballs it packs.
 // `-- --skip-build` packs the dist/ already built instead of running `npm run build` first.
+// `-- --from-dist` fills this machine's own platform package with the addon `npm run build` put in
+// dist/ instead of a cross build: it needs this machine's libc (not the 2.17 baseline), so it is
+// no release artifact, but it reuses the dependencies the test build compiled, which makes it
+// cheap enough for .ci/run to check the packaging with.
 //
 // Cross builds need zig and cargo-zigbuild on PATH (`pip install ziglang cargo-zigbuild`) and the
 // rustup targets (added here when missing). They use their own target folder, target/package/, so
@@ -19,7 +23,7 @@ import { parseArgs } from 'node:util'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const require = createRequire(import.meta.url)
-const { platforms } = require('./platforms.cjs')
+const { currentTriple, platforms } = require('./platforms.cjs')
 const out = join(root, 'packages')
 const targetDir = join(root, 'target', 'package')
 const run = (command, args, options = {}) =>
@@ -31,7 +35,9 @@ const run = (command, args, options = {}) =>
     ...options,
   })
 
-const { values } = parseArgs({ options: { only: { type: 'string' }, 'skip-build': { type: 'boolean' } } })
+const { values } = parseArgs({
+  options: { only: { type: 'string' }, 'skip-build': { type: 'boolean' }, 'from-dist': { type: 'boolean' } },
+})
 const wanted = values.only?.split(',')
 const unknown = wanted?.filter((name) => name !== 'main' && !platforms.some((p) => p.triple === name))
 if (unknown?.length) {
@@ -49,7 +55,13 @@ if (notHere?.length) {
   console.error(`package: ${notHere.join(', ')} cannot be built on ${process.platform}`)
   process.exit(1)
 }
-const crossBuild = process.platform === 'linux'
+const zig = process.platform === 'linux'
+const hostTriple = currentTriple()
+const fromDist = (platform) => values['from-dist'] && platform.triple === hostTriple
+if (values['from-dist'] && !buildable.some(fromDist)) {
+  console.error(`package: --from-dist packs this machine's platform, ${hostTriple}: add it to --only`)
+  process.exit(1)
+}
 const libraryFile = { linux: 'librumongo.so', darwin: 'librumongo.dylib', win32: 'rumongo.dll' }[
   process.platform
 ]
@@ -61,22 +73,38 @@ const onPath = (command) => {
     return false
   }
 }
-if (crossBuild && buildable.length > 0 && !onPath('cargo-zigbuild')) {
+if (zig && buildable.some((p) => !fromDist(p)) && !onPath('cargo-zigbuild')) {
   console.error('package: cargo-zigbuild is not on PATH: pip install ziglang cargo-zigbuild')
   process.exit(1)
 }
 
 // The TypeScript layer and dist/ (the host addon it holds is not shipped in the main package).
-if (packMain && !values['skip-build']) run('npm', ['run', 'build'])
+if ((packMain || values['from-dist']) && !values['skip-build']) run('npm', ['run', 'build'])
 
 const installed = execFileSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' })
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 mkdirSync(out, { recursive: true })
 for (const platform of buildable) {
+  const dir = join(root, 'npm', platform.triple)
+  const addon = join(dir, `rumongo.${platform.triple}.node`)
+  if (fromDist(platform)) copyFileSync(join(root, 'dist', `rumongo.${platform.triple}.node`), addon)
+  else crossBuild(platform, addon)
+  copyFileSync(join(root, 'LICENSE'), join(dir, 'LICENSE'))
+  const platformPkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
+  if (platformPkg.version !== pkg.version) {
+    throw new Error(
+      `npm/${platform.triple}/package.json has version ${platformPkg.version}, not ${pkg.version}`,
+    )
+  }
+  rmSync(join(out, `rumongo-${platform.triple}-${pkg.version}.tgz`), { force: true })
+  run('npm', ['pack', '--pack-destination', out], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] })
+}
+
+function crossBuild(platform, addon) {
   const rustTarget = platform.rust.replace(/\.\d+\.\d+$/, '')
   if (!installed.split('\n').includes(rustTarget)) run('rustup', ['target', 'add', rustTarget])
   const started = Date.now()
-  run('cargo', [crossBuild ? 'zigbuild' : 'build', '--release', '--lib', '--target', platform.rust], {
+  run('cargo', [zig ? 'zigbuild' : 'build', '--release', '--lib', '--target', platform.rust], {
     env: {
       ...process.env,
       CARGO_TARGET_DIR: targetDir,
@@ -90,20 +118,7 @@ for (const platform of buildable) {
     },
   })
   console.error(`package: built ${platform.triple} in ${Math.round((Date.now() - started) / 1000)} s`)
-  const dir = join(root, 'npm', platform.triple)
-  const platformPkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'))
-  if (platformPkg.version !== pkg.version) {
-    throw new Error(
-      `npm/${platform.triple}/package.json has version ${platformPkg.version}, not ${pkg.version}`,
-    )
-  }
-  copyFileSync(
-    join(targetDir, rustTarget, 'release', libraryFile),
-    join(dir, `rumongo.${platform.triple}.node`),
-  )
-  copyFileSync(join(root, 'LICENSE'), join(dir, 'LICENSE'))
-  rmSync(join(out, `rumongo-${platform.triple}-${pkg.version}.tgz`), { force: true })
-  run('npm', ['pack', '--pack-destination', out], { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] })
+  copyFileSync(join(targetDir, rustTarget, 'release', libraryFile), addon)
 }
 if (!packMain) {
   console.log(`package: ${out}`)
