@@ -78,8 +78,12 @@ if (zig && buildable.some((p) => !fromDist(p)) && !onPath('cargo-zigbuild')) {
   process.exit(1)
 }
 
-// The TypeScript layer and dist/ (the host addon it holds is not shipped in the main package).
-if ((packMain || values['from-dist']) && !values['skip-build']) run('npm', ['run', 'build'])
+// The TypeScript layer and dist/ (the host addon it holds is not shipped in the main package),
+// built into an empty dist/: `npm run build` leaves the output of a source file since removed.
+if ((packMain || values['from-dist']) && !values['skip-build']) {
+  rmSync(join(root, 'dist'), { recursive: true, force: true })
+  run('npm', ['run', 'build'])
+}
 
 const installed = execFileSync('rustup', ['target', 'list', '--installed'], { encoding: 'utf8' })
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))

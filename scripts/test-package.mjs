@@ -2,9 +2,12 @@
 // package and each Linux platform package found there) into a fresh project per platform, with no
 // cargo or go on PATH, then queries the embedded server from CommonJS and ESM and compares the
 // results with the official driver's on the same data; TypeScript (`tsc --strict --noEmit`) is
-// checked once. Each platform runs on the Node binaries scripts/package-runtimes.mjs provides:
+// checked once. readelf checks each addon's CPU, the libraries it needs and its glibc symbol
+// versions (none newer than the 2.17 baseline; none at all on musl). Each platform runs on the Node binaries scripts/package-runtimes.mjs provides:
 // this machine's Node 20 and the registry's 22 and 24 for linux-x64-gnu, Alpine's Node 22 and 24
 // under musl's loader for linux-x64-musl, and arm64 Nodes under qemu-user for the arm64 packages.
+// `-- --from-dist` is for a host package that `npm run package -- --from-dist` filled with the
+// addon built for this machine's glibc: its glibc symbols are not held to the 2.17 baseline.
 // `-- --triples linux-x64-gnu,...` checks only those; `-- --node <path>` (repeatable, one
 // platform) replaces the Node binaries, as the release workflow's runners do with their own Node.
 // Also checks that npm refuses to install rumongo on a platform with no binary (npm itself run with
@@ -35,7 +38,11 @@ const { version } = require('../package.json')
 const { currentTriple, platforms } = require('./platforms.cjs')
 const started = Date.now()
 const { values } = parseArgs({
-  options: { node: { type: 'string', multiple: true }, triples: { type: 'string' } },
+  options: {
+    node: { type: 'string', multiple: true },
+    triples: { type: 'string' },
+    'from-dist': { type: 'boolean' },
+  },
 })
 
 const hostTriple = currentTriple()
@@ -146,6 +153,9 @@ try {
       { cwd: project, stdio: 'inherit' },
       wrap,
     )
+    if (process.platform === 'linux') {
+      checkElf(triple, join(project, 'node_modules', `rumongo-${triple}`, `rumongo.${triple}.node`))
+    }
     const installed = readFileSync(join(project, 'node_modules', 'rumongo', 'package.json'), 'utf8')
     if (!installed.includes(`"rumongo-${triple}"`))
       throw new Error('test:package: optionalDependencies missing')
@@ -208,6 +218,42 @@ try {
     `test:package: passed in ${Math.round((Date.now() - started) / 1000)} s: ${triples.join(', ')}` +
       (skipped.length ? ` (not checked here: ${skipped.join(', ')})` : ''),
   )
+
+  // What the addon asks of the machine that loads it (readelf reads any CPU's ELF): its CPU, the
+  // shared libraries it needs and, for glibc, no symbol version newer than the 2.17 baseline; a
+  // musl build names no glibc library or symbol version.
+  function checkElf(triple, file) {
+    const elf = execFileSync('readelf', ['--file-header', '--dynamic', '--version-info', '--wide', file], {
+      encoding: 'utf8',
+    })
+    const [, cpu, libc] = triple.split('-')
+    const machine = /Machine:\s+(.+)/.exec(elf)?.[1].trim()
+    const needed = [...elf.matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map(([, lib]) => lib)
+    const glibcVersions = [...new Set([...elf.matchAll(/GLIBC_(\d+)\.(\d+)/g)].map(([v]) => v))]
+    const newest = glibcVersions
+      .map((v) => v.slice(6).split('.').map(Number))
+      .sort(([a, b], [c, d]) => c - a || d - b)[0]
+    const allowed =
+      libc === 'musl'
+        ? /^(libc\.so|libc\.musl-\w+\.so\.1)$/
+        : /^(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|ld-linux-[\w-]+\.so\.\d)$/
+    const problems = [
+      machine !== { x64: 'Advanced Micro Devices X86-64', arm64: 'AArch64' }[cpu] && `machine ${machine}`,
+      needed.length === 0 && 'no libc needed',
+      ...needed.filter((lib) => !allowed.test(lib)).map((lib) => `needs ${lib}`),
+      libc === 'musl' && glibcVersions.length > 0 && `glibc symbol versions ${glibcVersions.join(', ')}`,
+      libc === 'gnu' &&
+        !values['from-dist'] &&
+        newest &&
+        (newest[0] > 2 || newest[1] > 17) &&
+        `needs GLIBC_${newest.join('.')}, newer than the 2.17 baseline`,
+    ].filter(Boolean)
+    if (problems.length > 0) throw new Error(`test:package: ${file}: ${problems.join('; ')}`)
+    console.log(
+      `test:package: ${triple}: ${machine}, needs ${needed.join(' ')}` +
+        (libc === 'gnu' ? `, newest symbol GLIBC_${newest.join('.')}` : ', no glibc symbol'),
+    )
+  }
 
   function checkTypes(project) {
     writeFileSync(
