@@ -4,8 +4,8 @@
 // results with the official driver's on the same data; TypeScript (`tsc --strict --noEmit`) is
 // checked once. readelf checks each addon's CPU, the libraries it needs and its glibc symbol
 // versions (none newer than the 2.17 baseline; none at all on musl). Each platform runs on the Node binaries scripts/package-runtimes.mjs provides:
-// this machine's Node 20 and the registry's 22 and 24 for linux-x64-gnu, Alpine's Node 22 and 24
-// under musl's loader for linux-x64-musl, and arm64 Nodes under qemu-user for the arm64 packages.
+// this machine's Node 20 and the registry's 22 and 24 for linux-x64-gnu, musl builds of Node 22 and
+// 24 under musl's loader for linux-x64-musl, and arm64 Nodes under qemu-user for the arm64 packages.
 // `-- --from-dist` is for a host package that `npm run package -- --from-dist` filled with the
 // addon built for this machine's glibc: its glibc symbols are not held to the 2.17 baseline.
 // `-- --triples linux-x64-gnu,...` checks only those; `-- --node <path>` (repeatable, one
