@@ -7,34 +7,14 @@
 //      of rumongo (only the one whose os/cpu/libc match this machine).
 // Each failure says which of the three cases it is: no binary for this platform, the platform's
 // package not installed, or a binary that does not load here.
-const { existsSync, readFileSync } = require('node:fs')
+const { existsSync } = require('node:fs')
 const { join } = require('node:path')
-const { platforms } = require('./platforms.cjs')
+const { currentTriple, platforms } = require('./platforms.cjs')
 
 const buildFromSource =
   'To build it from source (needs Rust, https://rustup.rs): git clone ' +
   'https://github.com/rumongo/rumongo && cd rumongo && npm install && npm run build && npm pack, ' +
   'then npm install ./rumongo-<version>.tgz in your project.'
-
-function libc() {
-  // Alpine's /usr/bin/ldd is musl's loader script, glibc's never names musl: read in well under a
-  // millisecond, where Node's diagnostic report (glibc's version is in it on glibc systems only)
-  // takes ~10 ms. The report is the fallback for images without ldd (distroless). napi-rs and
-  // detect-libc test the same two things.
-  try {
-    return readFileSync('/usr/bin/ldd', 'latin1').includes('musl') ? 'musl' : 'gnu'
-  } catch {
-    return process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'
-  }
-}
-
-function currentTriple() {
-  const base = `${process.platform}-${process.arch}`
-  if (process.platform === 'linux') {
-    return `${base}-${libc()}`
-  }
-  return process.platform === 'win32' ? `${base}-msvc` : base
-}
 
 function nativeError(code, message, cause) {
   const error = new Error(message, cause === undefined ? undefined : { cause })

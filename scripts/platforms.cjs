@@ -1,6 +1,7 @@
 'use strict'
 // The platforms rumongo ships a prebuilt addon for: one home for the list that the loader
-// (dist/native.cjs), the packaging script and the CI workflow's matrix are checked against.
+// (dist/native.cjs), the packaging scripts and the CI workflow's matrix are checked against, and
+// for how this machine's platform is told.
 // `triple` is napi-rs's platform name (the npm/<triple>/ folder, the `rumongo-<triple>` package and
 // the `rumongo.<triple>.node` file); `rust` is the cargo target it is built from (zig's `.2.17`
 // suffix pins the glibc baseline of the gnu targets).
@@ -56,4 +57,25 @@ const platforms = [
   },
 ]
 
-module.exports = { platforms }
+function libc() {
+  // Alpine's /usr/bin/ldd is musl's loader script, glibc's never names musl: read in well under a
+  // millisecond, where Node's diagnostic report (glibc's version is in it on glibc systems only)
+  // takes ~10 ms. The report is the fallback for images without ldd (distroless). napi-rs and
+  // detect-libc test the same two things.
+  try {
+    return require('node:fs').readFileSync('/usr/bin/ldd', 'latin1').includes('musl') ? 'musl' : 'gnu'
+  } catch {
+    return process.report.getReport().header.glibcVersionRuntime ? 'gnu' : 'musl'
+  }
+}
+
+/** This machine's platform, as the `triple` of `platforms` names it. */
+function currentTriple() {
+  const base = `${process.platform}-${process.arch}`
+  if (process.platform === 'linux') {
+    return `${base}-${libc()}`
+  }
+  return process.platform === 'win32' ? `${base}-msvc` : base
+}
+
+module.exports = { currentTriple, platforms }
