@@ -83,7 +83,7 @@ impl NativeCollection {
         // Positive: enforced on the client too (a negative one asks for a single batch).
         let limit = find.limit.filter(|limit| *limit > 0).map(|limit| limit as u64);
         let collection = self.collection.clone();
-        let find = async move { Ok(collection.find(filter).with_options(find).batch().await?) };
+        let find = move || async move { Ok(collection.find(filter).with_options(find).batch().await?) };
         let start = CursorStart {
             output,
             single_batch,
@@ -107,12 +107,9 @@ impl NativeCollection {
         let operation = operation.limits(Opens::Cursor)?;
         aggregate.max_time = operation.max_time(aggregate.max_time);
         let collection = self.collection.clone();
-        let aggregate = async move {
-            Ok(collection
-                .aggregate(stages)
-                .with_options(aggregate)
-                .batch()
-                .await?)
+        let aggregate = move || async move {
+            let aggregate = collection.aggregate(stages).with_options(aggregate);
+            Ok(aggregate.batch().await?)
         };
         operation.open_cursor(env, aggregate, CursorStart::reading(output))
     }
@@ -140,7 +137,7 @@ impl NativeCollection {
         let operation = operation.limits(Opens::NoCursor)?;
         count.max_time = operation.max_time(count.max_time);
         let collection = self.collection.clone();
-        let count = async move { Ok(collection.count_documents(filter).with_options(count).await?) };
+        let count = move || async move { Ok(collection.count_documents(filter).with_options(count).await?) };
         operation.run(env, count, |count| Ok(count as f64))
     }
 
@@ -161,7 +158,7 @@ impl NativeCollection {
         let operation = operation.limits(Opens::NoCursor)?;
         estimate.max_time = operation.max_time(estimate.max_time);
         let collection = self.collection.clone();
-        let estimate = async move {
+        let estimate = move || async move {
             Ok(collection
                 .estimated_document_count()
                 .with_options(estimate)
@@ -192,7 +189,8 @@ impl NativeCollection {
         // No maxTimeMS derived from timeoutMS here: FerretDB rejects the field on `distinct`.
         let operation = operation.limits(Opens::NoCursor)?;
         let collection = self.collection.clone();
-        let distinct = async move { Ok(collection.distinct(key, filter).with_options(distinct).await?) };
+        let distinct =
+            move || async move { Ok(collection.distinct(key, filter).with_options(distinct).await?) };
         operation.run(env, distinct, |values| {
             Ok(doc! { "values": values }.to_vec()?.into())
         })

@@ -55,7 +55,7 @@ impl NativeDatabase {
         let selection_criteria = operation.options.read_preference()?;
         let operation = operation.limits(Opens::NoCursor)?;
         let database = self.database.clone();
-        let run = async move {
+        let run = move || async move {
             let mut run = database.run_raw_command(command);
             if let Some(criteria) = selection_criteria {
                 run = run.selection_criteria(criteria);
@@ -85,12 +85,9 @@ impl NativeDatabase {
         cursor_options.selection_criteria = taken.read_preference()?;
         let operation = operation.limits(Opens::Cursor)?;
         let database = self.database.clone();
-        let open = async move {
-            Ok(database
-                .run_raw_cursor_command(command)
-                .with_options(cursor_options)
-                .batch()
-                .await?)
+        let open = move || async move {
+            let command = database.run_raw_cursor_command(command);
+            Ok(command.with_options(cursor_options).batch().await?)
         };
         operation.open_cursor(env, open, CursorStart::reading(output))
     }
@@ -111,7 +108,8 @@ impl NativeDatabase {
         let operation = operation.limits(Opens::Cursor)?;
         aggregate.max_time = operation.max_time(aggregate.max_time);
         let database = self.database.clone();
-        let aggregate = async move { Ok(database.aggregate(stages).with_options(aggregate).batch().await?) };
+        let aggregate =
+            move || async move { Ok(database.aggregate(stages).with_options(aggregate).batch().await?) };
         operation.open_cursor(env, aggregate, CursorStart::reading(output))
     }
 }
