@@ -7,7 +7,6 @@ mod schema;
 use std::sync::{Arc, OnceLock};
 
 use arrow_ipc::writer::StreamWriter;
-use bson::RawDocument;
 use napi::{
     bindgen_prelude::{Buffer, PromiseRaw},
     Env,
@@ -22,6 +21,7 @@ use self::{
 use crate::{
     error::{Error, Result},
     handover::Bytes,
+    raw,
     task::{on_rayon, spawn},
 };
 
@@ -134,7 +134,7 @@ impl NativeArrowEncoder {
 }
 
 impl EncoderState {
-    fn encode(&self, documents: &[&RawDocument], split: bool) -> Result<ArrowBatch> {
+    fn encode(&self, documents: &[&[u8]], split: bool) -> Result<ArrowBatch> {
         let inferred;
         let fields = match (self.fields.get(), documents.is_empty()) {
             (Some(fields), _) => fields,
@@ -221,11 +221,11 @@ impl EncoderState {
 const SPLIT_BYTES: usize = 2 * 1024 * 1024;
 
 /// `documents` in chunks of about `SPLIT_BYTES` of BSON.
-fn split_by_bytes<'a, 'b>(documents: &'b [&'a RawDocument]) -> Vec<&'b [&'a RawDocument]> {
+fn split_by_bytes<'a, 'b>(documents: &'b [&'a [u8]]) -> Vec<&'b [&'a [u8]]> {
     let mut chunks = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (index, document) in documents.iter().enumerate() {
-        bytes += document.as_bytes().len();
+        bytes += document.len();
         if bytes >= SPLIT_BYTES {
             chunks.push(&documents[start..=index]);
             (start, bytes) = (index + 1, 0);
@@ -258,21 +258,18 @@ fn write_ipc(fields: &[FieldSpec], batches: &[arrow_array::RecordBatch]) -> Resu
     Ok((ipc, schema_bytes))
 }
 
-/// Adds the `count` documents stored back to back in `bytes` to `documents`, each checked by the
-/// bson crate's framing rules (its values are read as the batch is built).
-fn split_documents<'a>(bytes: &'a [u8], count: usize, documents: &mut Vec<&'a RawDocument>) -> Result<()> {
-    let mut rest = bytes;
+/// Adds the `count` documents stored back to back in `bytes` to `documents`, each with its length
+/// prefix and terminator checked (`raw::document_length`; their elements are walked as the batch
+/// is built).
+fn split_documents<'a>(bytes: &'a [u8], count: usize, documents: &mut Vec<&'a [u8]>) -> Result<()> {
+    let mut at = 0;
     for _ in 0..count {
-        let length = rest
-            .get(..4)
-            .map(|prefix| i32::from_le_bytes(prefix.try_into().expect("4 bytes")))
-            .and_then(|length| usize::try_from(length).ok())
-            .filter(|&length| length >= 5 && length <= rest.len())
-            .ok_or(Error::MalformedBson("invalid document length"))?;
-        documents.push(RawDocument::from_bytes(&rest[..length])?);
-        rest = &rest[length..];
+        let length =
+            raw::document_length(bytes, at).map_err(|_| Error::MalformedBson("invalid document length"))?;
+        documents.push(&bytes[at..at + length]);
+        at += length;
     }
-    if !rest.is_empty() {
+    if at != bytes.len() {
         return Err(Error::MalformedBson("bytes left after the batch's documents"));
     }
     Ok(())
