@@ -20,6 +20,7 @@ import {
   MongoArrowTypeMismatchError,
   MongoClient,
   MongoInvalidArgumentError,
+  MongoOperationTimeoutError,
   type ArrowSchemaSpec,
   type Collection,
 } from 'rumongo'
@@ -551,6 +552,89 @@ describe('streaming over the replay server', () => {
     expect(JSON.parse(mismatched.schema.metadata.get('rumongo.typeMismatches')!)).toEqual({ s01: 20_000 })
   })
 
+  /** Server cursors open on the replay server. */
+  const openCursors = async () => {
+    const { metrics } = await client.db('admin').command({ serverStatus: 1 })
+    return Number(metrics.cursor.open.total)
+  }
+  /** A Writable that accepts `accepted` chunks, then never calls back: a reader that stopped. */
+  const stalled = (accepted = 1) =>
+    new Writable({
+      highWaterMark: 1024,
+      write(_chunk, _encoding, done) {
+        if (accepted-- > 0) done()
+      },
+    })
+  const pipeOptions = { limit: 100_000, batchSize: 1000, rowsPerBatch: 1000 }
+
+  it('pipeArrow: timeoutMS bounds the whole call, a reader that stopped included', async () => {
+    const before = await openCursors()
+    const started = Date.now()
+    const destination = stalled()
+    const wide = client.db('bench').collection('wide45')
+    await expect(wide.pipeArrow({}, { ...pipeOptions, timeoutMS: 300 }, destination)).rejects.toThrow(
+      MongoOperationTimeoutError,
+    )
+    expect(Date.now() - started).toBeLessThan(3000)
+    expect(destination.destroyed).toBe(true)
+    await expect.poll(openCursors, { timeout: 5000 }).toBe(before)
+  })
+
+  it('pipeArrow: a destination destroyed, failed or ended by other code mid-stream rejects, cursor killed', async () => {
+    const before = await openCursors()
+    const wide = client.db('bench').collection('wide45')
+    for (const end of [
+      (destination: Writable) => destination.destroy(new Error('disk full')),
+      (destination: Writable) => destination.destroy(),
+    ]) {
+      const destination = stalled(3)
+      const piped = wide.pipeArrow({}, pipeOptions, destination)
+      await sleep(300)
+      end(destination)
+      await expect(piped).rejects.toThrow(/disk full|Premature close/)
+      await expect.poll(openCursors, { timeout: 5000 }).toBe(before)
+    }
+    let writes = 0
+    const endedElsewhere: Writable = new Writable({
+      write(_chunk, _encoding, done) {
+        if (++writes === 2) endedElsewhere.end()
+        setImmediate(done)
+      },
+    })
+    await expect(wide.pipeArrow({}, pipeOptions, endedElsewhere)).rejects.toThrow()
+    await expect.poll(openCursors, { timeout: 5000 }).toBe(before)
+  })
+
+  it('pipeArrow: a destination already ended, or already piped into, rejects at once without a query', async () => {
+    const commands: string[] = []
+    const monitored = await MongoClient.connect(served.uri, { monitorCommands: true })
+    monitored.on('commandStarted', (event) => commands.push(event.commandName))
+    try {
+      const wide = monitored.db('bench').collection('wide45')
+      const ended = new Writable({ write: (_chunk, _encoding, done) => done() })
+      ended.end()
+      await expect(wide.pipeArrow({}, pipeOptions, ended)).rejects.toThrow(MongoInvalidArgumentError)
+      expect(commands).not.toContain('find')
+      let received = 0
+      const destination = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          received += chunk.length
+          setImmediate(done)
+        },
+      })
+      const first = wide.pipeArrow({}, { limit: 5000, batchSize: 1000 }, destination)
+      await expect(wide.pipeArrow({}, { limit: 5000 }, destination)).rejects.toThrow(
+        MongoInvalidArgumentError,
+      )
+      const written = await first
+      expect(written.rows).toBe(5000)
+      expect(written.bytes).toBe(received)
+      expect(commands.filter((name) => name === 'find')).toHaveLength(1)
+    } finally {
+      await monitored.close()
+    }
+  })
+
   it('pipeArrow into a destination that fails mid-stream rejects and kills the cursor', async () => {
     let writes = 0
     const destination = new Writable({
@@ -587,6 +671,23 @@ describe('IPC bytes', () => {
     expect([...read.getChild('price')!]).toEqual([...table.getChild('price')!])
     const flechette = flechetteTableFromIPC(bytes)
     expect(flechette.getChild('label').toArray()).toEqual([...table.getChild('label')!])
+  })
+})
+
+describe('IPC bytes: type mismatches', () => {
+  it("{ as: 'ipc' } carries the mismatch counts in its schema metadata, as the table does", async () => {
+    const options = { sort: { n: 1 }, schema: { n: 'int32', v: 'int32' } } as const
+    const table = await ours('mixed').findArrow({}, options)
+    const counts = table.schema.metadata.get('rumongo.typeMismatches')
+    expect(JSON.parse(counts!)).toEqual({ v: 4 })
+    const bytes = await ours('mixed').findArrow({}, { ...options, as: 'ipc' })
+    expect(arrow.tableFromIPC(bytes).schema.metadata.get('rumongo.typeMismatches')).toBe(counts)
+    expect(flechetteTableFromIPC(bytes).schema.metadata?.get('rumongo.typeMismatches')).toBe(counts)
+    // The values are the table's: the schema message changed, not the record batches.
+    expect([...arrow.tableFromIPC(bytes).getChild('v')!]).toEqual([...table.getChild('v')!])
+    // No mismatch, no key.
+    const clean = await ours('mixed').findArrow({}, { sort: { n: 1 }, schema: { n: 'int32' }, as: 'ipc' })
+    expect(arrow.tableFromIPC(clean).schema.metadata.has('rumongo.typeMismatches')).toBe(false)
   })
 })
 

@@ -1,7 +1,7 @@
 // Which JS Arrow library wraps rumongo's IPC bytes faster: apache-arrow or @uwdata/flechette.
 // Builds 100k wide45 documents into Arrow IPC with rumongo's encoder (as findArrow does, in record
-// batches of ~8 MiB of BSON), then times each library reading the stream (the chunk list findArrow
-// hands over, no copy) and summing one int32 and one double column, and reading every string of one
+// batches of ~8 MiB of BSON, held in Rust as one IPC stream), then times each library reading the
+// stream (the one Buffer findArrow hands over, no copy) and summing one int32 and one double column, and reading every string of one
 // utf8 column. Usage: node bench/arrow_readers.mjs [rows]
 import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
@@ -12,7 +12,6 @@ import { wide45Document } from './lib/datasets.mjs'
 
 const require = createRequire(import.meta.url)
 const { NativeArrowEncoder } = require('../dist/native.cjs')
-const { streamChunks } = require('../dist/format/arrow.js')
 
 const rows = Number(process.argv[2] ?? 100_000)
 const RECORD_BATCH_BSON = 8 * 1024 * 1024
@@ -34,13 +33,9 @@ for (let n = 0; n < rows; n++) {
   }
 }
 const encoder = new NativeArrowEncoder({ objectIdHex: false, mismatchError: false })
-const batches = []
-for (let i = 0; i < parts.length; i++) {
-  const encoded = await encoder.encode([parts[i]], [counts[i]], false)
-  batches.push({ ipc: encoded.ipc, schemaBytes: encoded.schemaBytes, rows: encoded.rows })
-}
-const chunks = streamChunks(batches)
-const ipcBytes = chunks.reduce((sum, chunk) => sum + chunk.length, 0)
+for (let i = 0; i < parts.length; i++) await encoder.encode([parts[i]], [counts[i]], false, true)
+const ipc = await encoder.finishStream(undefined)
+const ipcBytes = ipc.length
 
 function sumValues(dataChunks) {
   let sum = 0
@@ -51,7 +46,7 @@ function sumValues(dataChunks) {
 
 const readers = {
   'apache-arrow': {
-    open: () => arrow.tableFromIPC(chunks),
+    open: () => arrow.tableFromIPC(ipc),
     sum: (table, name) => sumValues(table.getChild(name).data),
     strings: (table, name) => {
       let length = 0
@@ -60,7 +55,7 @@ const readers = {
     },
   },
   flechette: {
-    open: () => flechette.tableFromIPC(chunks, { useProxy: false }),
+    open: () => flechette.tableFromIPC(ipc, { useProxy: false }),
     // flechette's batches have no offset: their values start at 0.
     sum: (table, name) =>
       sumValues(table.getChild(name).data.map(({ values, length }) => ({ values, offset: 0, length }))),

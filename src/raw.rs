@@ -147,6 +147,60 @@ pub fn value_length(tag: u8, bytes: &[u8], start: usize) -> Parsed<usize> {
     Ok(length)
 }
 
+/// The elements of a document whose length prefix and terminator are checked (`document_length`),
+/// for a format that reads values as it walks (Arrow): each element's type tag, key and value bytes
+/// (exactly the value's framed length, see `value_length`), or `Malformed` where the framing breaks,
+/// after which the walk ends. Keys are bytes: a format compares them with its own names.
+pub fn elements(document: &[u8]) -> Elements<'_> {
+    Elements {
+        body: &document[..document.len() - 1],
+        at: 4,
+    }
+}
+
+pub struct Elements<'a> {
+    /// The document without its terminator: no element may reach it.
+    body: &'a [u8],
+    at: usize,
+}
+
+/// One element: type tag, key, value bytes.
+pub type Element<'a> = (u8, &'a [u8], &'a [u8]);
+
+impl<'a> Elements<'a> {
+    #[inline]
+    fn element(&mut self) -> Parsed<Element<'a>> {
+        let body = self.body;
+        let tag = body[self.at];
+        let key_start = self.at + 1;
+        let key_end = cstring_end(body, key_start)?;
+        let value_start = key_end + 1;
+        // A zero type byte is the terminator's place, which the body excludes.
+        let length = match tag {
+            0 => return Err(Malformed),
+            _ => value_length(tag, body, value_start)?,
+        };
+        self.at = value_start + length;
+        Ok((tag, &body[key_start..key_end], &body[value_start..self.at]))
+    }
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = Parsed<Element<'a>>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.body.len() {
+            return None;
+        }
+        let element = self.element();
+        if element.is_err() {
+            self.at = self.body.len();
+        }
+        Some(element)
+    }
+}
+
 /// Whether `tag` is a type BSON defines.
 fn is_type(tag: u8) -> bool {
     matches!(tag, DOUBLE..=DECIMAL128 | MIN_KEY | MAX_KEY)
@@ -229,6 +283,22 @@ mod tests {
             let length = value_length(bytes[starts[index]], &bytes, value_at).unwrap();
             assert_eq!(value_at + length, starts[index + 1], "{key}");
         }
+    }
+
+    #[test]
+    fn elements_frame_each_value_and_stop_at_broken_framing() {
+        let document = doc! { "a": 1, "b": "text", "c": { "d": [1.5] }, "e": bson::Bson::Null };
+        let bytes = document.to_vec().unwrap();
+        let walked: Vec<_> = elements(&bytes).map(|element| element.unwrap()).collect();
+        let keys: Vec<&[u8]> = walked.iter().map(|(_, key, _)| *key).collect();
+        assert_eq!(keys, [&b"a"[..], b"b", b"c", b"e"]);
+        assert_eq!(walked[0], (INT32, &b"a"[..], &1i32.to_le_bytes()[..]));
+        assert_eq!(walked[1].2, b"\x05\0\0\0text\0");
+        assert_eq!(walked[3], (NULL, &b"e"[..], &[][..]));
+        let mut broken = bytes.clone();
+        broken[14] = 200; // the string's size runs past the document
+        let walked: Vec<_> = elements(&broken).collect();
+        assert!(matches!(walked[..], [Ok(_), Err(Malformed)]));
     }
 
     #[test]

@@ -373,15 +373,19 @@ export class Collection<TSchema extends Document = Document> {
   /**
    * Streams the documents matching `filter` into `destination` (an HTTP response, a file) as one
    * Arrow IPC stream, record batch by record batch, honouring backpressure, then ends it. A query
-   * that fails before its first batch rejects with the destination untouched; a failure after
-   * destroys it (a partial stream has no end-of-stream marker) and kills the cursor.
+   * that fails before its first batch rejects with the destination untouched. Once writing, if the
+   * destination errors, closes or is ended elsewhere, or `timeoutMS` passes (backpressure waits
+   * included), the cursor is killed, the destination destroyed (a partial stream has no
+   * end-of-stream marker) and the promise rejects, as with {@link pipeJson}.
    */
   async pipeArrow(
     filter: Filter<TSchema> | ObjectId,
     options: FindArrowOptions,
     destination: NodeJS.WritableStream,
   ): Promise<PipeArrowResult> {
-    return pipeArrow(() => this.#findArrowCursor(filter, options, true), destination)
+    // The whole call's limit, as for pipeJson: the operation's or an inherited timeoutMS.
+    const timeoutMS = this.#inherit(options ?? {}).timeoutMS ?? this.#parent.timeoutMS
+    return pipeArrow(() => this.#findArrowCursor(filter, options, true), destination, timeoutMS)
   }
 
   /** Number of documents matching `filter` (exact, via an aggregation). */

@@ -4,10 +4,12 @@
 mod builder;
 mod schema;
 
-use std::sync::{Arc, OnceLock};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, OnceLock},
+};
 
 use arrow_ipc::writer::StreamWriter;
-use bson::RawDocument;
 use napi::{
     bindgen_prelude::{Buffer, PromiseRaw},
     Env,
@@ -22,6 +24,7 @@ use self::{
 use crate::{
     error::{Error, Result},
     handover::Bytes,
+    raw,
     task::{on_rayon, spawn},
 };
 
@@ -81,6 +84,17 @@ struct EncoderState {
     fields: OnceLock<Vec<FieldSpec>>,
     object_id_hex: bool,
     on_mismatch: OnMismatch,
+    /// A whole call's IPC stream (`encode` with `append`): the schema message, then every record
+    /// batch in the order encoded, ended by `finish_stream`. Held here rather than handed to JS
+    /// batch by batch: JS wraps one stream once, and the bytes are never concatenated or held twice.
+    stream: Mutex<HeldStream>,
+}
+
+#[derive(Default)]
+struct HeldStream {
+    bytes: Vec<u8>,
+    /// Length of the schema message at the start of `bytes`.
+    schema_bytes: usize,
 }
 
 #[napi]
@@ -100,6 +114,7 @@ impl NativeArrowEncoder {
                 fields,
                 object_id_hex: options.object_id_hex,
                 on_mismatch,
+                stream: Mutex::default(),
             }),
         })
     }
@@ -107,7 +122,8 @@ impl NativeArrowEncoder {
     /// Encodes raw cursor batches as one Arrow IPC stream: `parts[i]` holds `counts[i]` BSON
     /// documents back to back. One record batch, or with `split` one per `SPLIT_BYTES` of BSON,
     /// built in parallel. The first non-empty batch of an encoder without a schema fixes its
-    /// schema: encode it before the others.
+    /// schema: encode it before the others. With `append`, the record batches join the encoder's
+    /// stream (see `finish_stream`) instead of `ipc`.
     #[napi(catch_unwind, ts_return_type = "Promise<ArrowBatch>")]
     pub fn encode<'env>(
         &self,
@@ -115,6 +131,7 @@ impl NativeArrowEncoder {
         parts: Vec<Buffer>,
         counts: Vec<u32>,
         split: bool,
+        append: bool,
     ) -> napi::Result<PromiseRaw<'env, ArrowBatch>> {
         if parts.len() != counts.len() {
             return Err(Error::InvalidArgument("encode: one count per part".into()).into());
@@ -127,14 +144,31 @@ impl NativeArrowEncoder {
                 for (part, &count) in parts.iter().zip(&counts) {
                     split_documents(part, count as usize, &mut documents)?;
                 }
-                state.encode(&documents, split)
+                let mut encoded = state.encode(&documents, split)?;
+                if append {
+                    state.append(&mut encoded)?;
+                }
+                Ok(encoded)
             }),
         )
+    }
+
+    /// The stream the `append` encodes built: its schema message (with `metadata`, JSON
+    /// `{ key: value }`, when given), their record batches, the end of stream. The encoder's
+    /// stream is empty after.
+    #[napi(catch_unwind, ts_return_type = "Promise<Buffer>")]
+    pub fn finish_stream<'env>(
+        &self,
+        env: &'env Env,
+        metadata: Option<String>,
+    ) -> napi::Result<PromiseRaw<'env, Bytes>> {
+        let state = self.state.clone();
+        spawn(env, on_rayon(move || state.finish_stream(metadata)))
     }
 }
 
 impl EncoderState {
-    fn encode(&self, documents: &[&RawDocument], split: bool) -> Result<ArrowBatch> {
+    fn encode(&self, documents: &[&[u8]], split: bool) -> Result<ArrowBatch> {
         let inferred;
         let fields = match (self.fields.get(), documents.is_empty()) {
             (Some(fields), _) => fields,
@@ -216,16 +250,75 @@ impl EncoderState {
     }
 }
 
+impl EncoderState {
+    /// Moves `encoded`'s record batches to the end of the held stream (its schema message too, for
+    /// the first).
+    fn append(&self, encoded: &mut ArrowBatch) -> Result<()> {
+        let Some(Bytes(ipc)) = encoded.ipc.take() else {
+            return Ok(());
+        };
+        let mut stream = self
+            .stream
+            .lock()
+            .map_err(|_| Error::Internal("an Arrow stream's lock is poisoned"))?;
+        let messages_end = ipc.len() - END_OF_STREAM_BYTES;
+        if stream.bytes.is_empty() {
+            stream.schema_bytes = encoded.schema_bytes as usize;
+            stream.bytes = ipc;
+            stream.bytes.truncate(messages_end);
+        } else {
+            stream
+                .bytes
+                .extend_from_slice(&ipc[encoded.schema_bytes as usize..messages_end]);
+        }
+        Ok(())
+    }
+
+    fn finish_stream(&self, metadata: Option<String>) -> Result<Bytes> {
+        const FAILED: Error = Error::Internal("writing an Arrow IPC stream failed");
+        let mut stream = {
+            let mut held = self
+                .stream
+                .lock()
+                .map_err(|_| Error::Internal("an Arrow stream's lock is poisoned"))?;
+            std::mem::take(&mut *held)
+        };
+        if metadata.is_some() || stream.bytes.is_empty() {
+            let metadata: HashMap<String, String> = match metadata {
+                Some(json) => serde_json::from_str(&json).map_err(|_| {
+                    Error::InvalidArgument("Arrow stream metadata must be JSON of strings".into())
+                })?,
+                None => HashMap::new(),
+            };
+            let fields = self.fields.get().map_or(&[][..], Vec::as_slice);
+            let schema = arrow_schema(fields).with_metadata(metadata);
+            let mut head = Vec::new();
+            let mut writer = StreamWriter::try_new(&mut head, &schema).map_err(|_| FAILED)?;
+            writer.flush().map_err(|_| FAILED)?;
+            drop(writer);
+            // The schema message is replaced in place: the record batches after it move once.
+            stream.bytes.splice(..stream.schema_bytes, head);
+        }
+        stream.bytes.extend_from_slice(&END_OF_STREAM);
+        stream.bytes.shrink_to_fit();
+        Ok(Bytes(stream.bytes))
+    }
+}
+
+/// The 8 bytes that end an Arrow IPC stream: a continuation marker and a zero length.
+const END_OF_STREAM: [u8; 8] = [0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0];
+const END_OF_STREAM_BYTES: usize = END_OF_STREAM.len();
+
 /// BSON per record batch of a split encode: chunks small enough to build on every core, large
 /// enough that a batch's own cost (its IPC message, apache-arrow's objects) stays small.
 const SPLIT_BYTES: usize = 2 * 1024 * 1024;
 
 /// `documents` in chunks of about `SPLIT_BYTES` of BSON.
-fn split_by_bytes<'a, 'b>(documents: &'b [&'a RawDocument]) -> Vec<&'b [&'a RawDocument]> {
+fn split_by_bytes<'a, 'b>(documents: &'b [&'a [u8]]) -> Vec<&'b [&'a [u8]]> {
     let mut chunks = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (index, document) in documents.iter().enumerate() {
-        bytes += document.as_bytes().len();
+        bytes += document.len();
         if bytes >= SPLIT_BYTES {
             chunks.push(&documents[start..=index]);
             (start, bytes) = (index + 1, 0);
@@ -255,24 +348,24 @@ fn write_ipc(fields: &[FieldSpec], batches: &[arrow_array::RecordBatch]) -> Resu
     }
     writer.finish().map_err(|_| FAILED)?;
     drop(writer);
+    // Reserved from the builders' capacities, which exceed their lengths: JS holds the Buffer as
+    // long as its record batch lives.
+    ipc.shrink_to_fit();
     Ok((ipc, schema_bytes))
 }
 
-/// Adds the `count` documents stored back to back in `bytes` to `documents`, each checked by the
-/// bson crate's framing rules (its values are read as the batch is built).
-fn split_documents<'a>(bytes: &'a [u8], count: usize, documents: &mut Vec<&'a RawDocument>) -> Result<()> {
-    let mut rest = bytes;
+/// Adds the `count` documents stored back to back in `bytes` to `documents`, each with its length
+/// prefix and terminator checked (`raw::document_length`; their elements are walked as the batch
+/// is built).
+fn split_documents<'a>(bytes: &'a [u8], count: usize, documents: &mut Vec<&'a [u8]>) -> Result<()> {
+    let mut at = 0;
     for _ in 0..count {
-        let length = rest
-            .get(..4)
-            .map(|prefix| i32::from_le_bytes(prefix.try_into().expect("4 bytes")))
-            .and_then(|length| usize::try_from(length).ok())
-            .filter(|&length| length >= 5 && length <= rest.len())
-            .ok_or(Error::MalformedBson("invalid document length"))?;
-        documents.push(RawDocument::from_bytes(&rest[..length])?);
-        rest = &rest[length..];
+        let length =
+            raw::document_length(bytes, at).map_err(|_| Error::MalformedBson("invalid document length"))?;
+        documents.push(&bytes[at..at + length]);
+        at += length;
     }
-    if !rest.is_empty() {
+    if at != bytes.len() {
         return Err(Error::MalformedBson("bytes left after the batch's documents"));
     }
     Ok(())

@@ -5,7 +5,6 @@
  * @module
  */
 import { Readable } from 'node:stream'
-import { pipeline } from 'node:stream/promises'
 import type { Document, Long } from 'bson'
 import type * as ApacheArrow from 'apache-arrow'
 import { DOCUMENT_SHAPING_OPTIONS } from '../bson.js'
@@ -22,13 +21,13 @@ import {
   nativeFields,
   RAW_BATCHES,
   schemaProjection,
-  streamChunks,
   TYPE_MISMATCHES_KEY,
   type ArrowOptions,
   type IpcBatch,
   type NativeFields,
 } from '../format/arrow.js'
 import { NativeArrowEncoder, type DocumentBatch } from '../native.cjs'
+import { checkDestination, pipeParts } from '../pipe.js'
 import type { AggregateOptions, FindOptions } from '../options.js'
 import { AbstractCursor, CursorIterator, type CursorSource } from './abstract_cursor.js'
 import { AggregationCursor } from './aggregation_cursor.js'
@@ -180,6 +179,8 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   #mismatches: Record<string, number> = {}
   #fields: NativeFields | undefined
   #closed = false
+  /** Record batches go to the encoder's stream (`finishStream`), not to `nextIpcBatch`'s `ipc`. */
+  #append = false
 
   /** @internal Created by `findArrowCursor` / `aggregateArrowCursor`. */
   constructor(
@@ -247,6 +248,27 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     return batch
   }
 
+  /**
+   * @internal From now on, record batches join one IPC stream that the encoder holds (the batches
+   * `nextIpcBatch` returns have no `ipc`), read at the end by {@link finishStream}.
+   */
+  appendToStream(): void {
+    this.#append = true
+  }
+
+  /**
+   * @internal The stream of the record batches built with {@link appendToStream}, its schema
+   * carrying the type-mismatch counts (`rumongo.typeMismatches`) when there are any.
+   */
+  finishStream(): Promise<Buffer> {
+    const mismatches = this.typeMismatches
+    const metadata =
+      Object.keys(mismatches).length > 0
+        ? JSON.stringify({ [TYPE_MISMATCHES_KEY]: JSON.stringify(mismatches) })
+        : undefined
+    return callNative(() => this.#encoder.finishStream(metadata))
+  }
+
   /** @internal An empty batch of the cursor's schema (a result without rows still has one). */
   emptyBatch(): Promise<IpcBatch> {
     return this.#encode([], [])
@@ -289,7 +311,7 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   async #encode(parts: Buffer[], counts: number[]): Promise<IpcBatch> {
     // A Table or a pipe takes record batches of any count: large encodes are built in parallel.
     const split = this.#batchBytes > 0
-    const encoded = await callNative(() => this.#encoder.encode(parts, counts, split))
+    const encoded = await callNative(() => this.#encoder.encode(parts, counts, split, this.#append))
     const mismatch = encoded.typeMismatch
     if (mismatch) {
       await this.close()
@@ -334,16 +356,20 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   }
 }
 
-/** @internal All the record batches of `cursor`, closed after; one empty batch for no rows. */
-async function readAll(cursor: ArrowCursor): Promise<IpcBatch[]> {
-  const batches: IpcBatch[] = []
+/**
+ * @internal All the record batches of `cursor` as one IPC stream built in Rust (one empty batch
+ * for no rows), the cursor closed after.
+ */
+async function readAll(cursor: ArrowCursor): Promise<Buffer> {
+  cursor.appendToStream()
   try {
-    for (let batch; (batch = await cursor.nextIpcBatch()) !== null;) batches.push(batch)
-    if (batches.length === 0) batches.push(await cursor.emptyBatch())
+    let rows = 0
+    for (let batch; (batch = await cursor.nextIpcBatch()) !== null;) rows += batch.rows
+    if (rows === 0) await cursor.emptyBatch()
   } finally {
     await cursor.close()
   }
-  return batches
+  return cursor.finishStream()
 }
 
 /** @internal `findArrow` / `aggregateArrow`: the cursor's rows as a Table, or IPC bytes. */
@@ -357,55 +383,50 @@ export async function readArrow(
   }
   // Before the query: a missing apache-arrow fails at once.
   const arrow = as === 'ipc' ? undefined : await loadApacheArrow(method)
-  const cursor = open()
-  const batches = await readAll(cursor)
-  if (arrow === undefined) return Buffer.concat(streamChunks(batches))
-  // Each encode is a stream of its own: its record batches join one Table (no copy).
-  const table = new arrow.Table(batches.flatMap(({ ipc }) => arrow.tableFromIPC(ipc).batches))
-  const mismatches = cursor.typeMismatches
-  if (Object.keys(mismatches).length > 0)
-    table.schema.metadata.set(TYPE_MISMATCHES_KEY, JSON.stringify(mismatches))
-  return table
+  const ipc = await readAll(open())
+  // One stream, one schema: wrapped once, without a copy (its metadata holds the mismatches).
+  return arrow === undefined ? ipc : arrow.tableFromIPC(ipc)
 }
 
 /**
  * @internal `pipeArrow`: the cursor's rows written to `destination` as one Arrow IPC stream, then
- * ended. A query that fails before its first batch rejects with the destination untouched.
+ * ended (see `pipeParts`: backpressure, the whole call's `timeoutMS`, a destination that fails,
+ * closes or is ended elsewhere). A query that fails before its first batch rejects with the
+ * destination untouched.
  */
 export async function pipeArrow(
   open: () => ArrowCursor,
   destination: NodeJS.WritableStream,
+  /** The whole call's limit: the operation's `timeoutMS`, else the client's. */
+  timeoutMS?: number,
 ): Promise<PipeArrowResult> {
-  if (typeof destination?.write !== 'function' || typeof destination.on !== 'function') {
-    throw new MongoInvalidArgumentError(`pipeArrow needs a Writable stream, got ${describe(destination)}`)
-  }
+  checkDestination('pipeArrow', destination)
   const cursor = open()
   const written: PipeArrowResult = { rows: 0, batches: 0, bytes: 0 }
-  let first: IpcBatch | null
-  try {
-    first = (await cursor.nextIpcBatch()) ?? (await cursor.emptyBatch())
-  } catch (error) {
-    await cursor.close()
-    throw error
-  }
-  async function* chunks(): AsyncGenerator<Buffer> {
-    try {
-      for (let batch = first; batch !== null; batch = await cursor.nextIpcBatch()) {
-        const chunk = batch.ipc.subarray(
-          batch === first ? 0 : batch.schemaBytes,
-          batch.ipc.length - END_OF_STREAM.length,
-        )
-        written.rows += batch.rows
-        written.batches += batch.recordBatches
-        written.bytes += chunk.length
-        yield chunk
-      }
-      written.bytes += END_OF_STREAM.length
-      yield END_OF_STREAM
-    } finally {
-      await cursor.close()
-    }
-  }
-  await pipeline(Readable.from(chunks(), { objectMode: false }), destination)
+  await pipeParts(destination, ipcStream(cursor, written), () => cursor.close(), timeoutMS)
   return written
+}
+
+/**
+ * The cursor's record batches as the chunks of one IPC stream, counted into `written`; the first
+ * batch (or an empty one) is built before the first chunk.
+ */
+async function* ipcStream(cursor: ArrowCursor, written: PipeArrowResult): AsyncGenerator<Buffer> {
+  try {
+    const first = (await cursor.nextIpcBatch()) ?? (await cursor.emptyBatch())
+    for (let batch: IpcBatch | null = first; batch !== null; batch = await cursor.nextIpcBatch()) {
+      const chunk = batch.ipc.subarray(
+        batch === first ? 0 : batch.schemaBytes,
+        batch.ipc.length - END_OF_STREAM.length,
+      )
+      written.rows += batch.rows
+      written.batches += batch.recordBatches
+      written.bytes += chunk.length
+      yield chunk
+    }
+    written.bytes += END_OF_STREAM.length
+    yield END_OF_STREAM
+  } finally {
+    await cursor.close()
+  }
 }

@@ -254,16 +254,3 @@ export interface IpcBatch {
   rows: number
   recordBatches: number
 }
-
-/**
- * The chunks of one IPC stream of `batches` (all of one schema), without copying: the first
- * batch's schema and record batch, each next one's record batch, the end of stream. Each chunk
- * holds whole messages, as apache-arrow and flechette read them.
- */
-export function streamChunks(batches: readonly IpcBatch[]): Buffer[] {
-  const chunks = batches.map(({ ipc, schemaBytes }, index) =>
-    ipc.subarray(index === 0 ? 0 : schemaBytes, ipc.length - END_OF_STREAM.length),
-  )
-  chunks.push(END_OF_STREAM)
-  return chunks
-}

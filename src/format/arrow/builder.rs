@@ -1,4 +1,5 @@
-//! Columns built from raw BSON documents, one value at a time, then finished as Arrow arrays.
+//! Columns built from raw BSON documents, walked with `crate::raw` (tags, value lengths, element
+//! framing) one value at a time, then finished as Arrow arrays.
 
 use std::sync::Arc;
 
@@ -7,10 +8,12 @@ use arrow_array::{
     ListArray, NullArray, RecordBatch, StringArray, StructArray, TimestampMillisecondArray,
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBufferBuilder, OffsetBuffer, ScalarBuffer};
-use bson::{RawBsonRef, RawDocument};
 
 use super::schema::{arrow_fields, arrow_schema, FieldSpec, Kind, LIST_ITEM};
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    raw::{self, fixed, Malformed, Parsed},
+};
 
 /// What to do with a value whose type does not fit its column.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -36,27 +39,48 @@ pub struct TypeMismatch {
 /// Why appending a document stopped.
 enum Stop {
     Mismatch(TypeMismatch),
-    /// A value the bson crate could not read.
+    /// Bytes that are not BSON (framing, a string's UTF-8, a boolean's byte).
     Malformed,
 }
 
+impl From<Malformed> for Stop {
+    fn from(_: Malformed) -> Self {
+        Stop::Malformed
+    }
+}
+
 /// Largest integer magnitude a double holds exactly: an int64 beyond it does not fit a double column.
-const EXACT_DOUBLE_INTEGER: i64 = 1 << 53;
+const EXACT_DOUBLE_INTEGER: u64 = 1 << 53;
+
+/// What a variable-length column holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Variable {
+    /// BSON strings (utf8).
+    Text,
+    /// ObjectIds as 24 hex digits (utf8).
+    Hex,
+    /// BSON binary (binary).
+    Binary,
+}
 
 enum Values {
     Null,
     Bool(BooleanBufferBuilder),
-    I32(Vec<i32>),
-    /// int64 and timestamp columns.
-    I64(Vec<i64>),
-    F64(Vec<f64>),
+    Int32(Vec<i32>),
+    Int64(Vec<i64>),
+    /// Dates: milliseconds since the epoch.
+    Timestamp(Vec<i64>),
+    Double(Vec<f64>),
     /// utf8, hex ObjectId and binary columns.
     Bytes {
+        holds: Variable,
         offsets: Vec<i32>,
         data: Vec<u8>,
     },
-    /// ObjectId (12) and Decimal128 (16) columns.
+    /// ObjectId (12) and Decimal128 (16) columns: the BSON value's bytes as they are.
     Fixed {
+        /// The BSON type the column takes.
+        tag: u8,
         width: usize,
         data: Vec<u8>,
     },
@@ -64,7 +88,13 @@ enum Values {
         offsets: Vec<i32>,
         item: Box<Column>,
     },
-    Struct(Vec<(String, Column)>),
+    Struct(Fields),
+}
+
+/// The columns of a struct (or of the batch), with their names as bytes to compare with keys.
+struct Fields {
+    names: Vec<Box<[u8]>>,
+    columns: Vec<Column>,
 }
 
 /// One column being built.
@@ -87,35 +117,42 @@ impl Column {
     /// A column for about `rows` values (sized up front: growing the buffers value by value
     /// copied them several times over).
     fn new(kind: &Kind, path: String, rows: usize) -> Self {
-        let offsets = || {
+        let bytes = |holds| {
             let mut offsets = Vec::with_capacity(rows + 1);
             offsets.push(0);
-            offsets
+            Values::Bytes {
+                holds,
+                offsets,
+                data: Vec::new(),
+            }
+        };
+        let fixed = |tag, width| Values::Fixed {
+            tag,
+            width,
+            data: Vec::with_capacity(rows * width),
         };
         let values = match kind {
             Kind::Null => Values::Null,
             Kind::Bool => Values::Bool(BooleanBufferBuilder::new(rows)),
-            Kind::Int32 => Values::I32(Vec::with_capacity(rows)),
-            Kind::Int64 | Kind::Timestamp => Values::I64(Vec::with_capacity(rows)),
-            Kind::Double => Values::F64(Vec::with_capacity(rows)),
-            Kind::Utf8 | Kind::ObjectIdHex | Kind::Binary => Values::Bytes {
-                offsets: offsets(),
-                data: Vec::new(),
-            },
-            Kind::ObjectId => Values::Fixed {
-                width: 12,
-                data: Vec::with_capacity(rows * 12),
-            },
-            Kind::Decimal128 => Values::Fixed {
-                width: 16,
-                data: Vec::with_capacity(rows * 16),
-            },
+            Kind::Int32 => Values::Int32(Vec::with_capacity(rows)),
+            Kind::Int64 => Values::Int64(Vec::with_capacity(rows)),
+            Kind::Timestamp => Values::Timestamp(Vec::with_capacity(rows)),
+            Kind::Double => Values::Double(Vec::with_capacity(rows)),
+            Kind::Utf8 => bytes(Variable::Text),
+            Kind::ObjectIdHex => bytes(Variable::Hex),
+            Kind::Binary => bytes(Variable::Binary),
+            Kind::ObjectId => fixed(raw::OBJECT_ID, 12),
+            Kind::Decimal128 => fixed(raw::DECIMAL128, 16),
             // A list's items are as many as they are: no guess.
-            Kind::List(item) => Values::List {
-                offsets: offsets(),
-                item: Box::new(Column::new(item, format!("{path}[]"), 0)),
-            },
-            Kind::Struct(fields) => Values::Struct(struct_children(fields, &path, rows)),
+            Kind::List(item) => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                Values::List {
+                    offsets,
+                    item: Box::new(Column::new(item, format!("{path}[]"), 0)),
+                }
+            }
+            Kind::Struct(fields) => Values::Struct(Fields::new(fields, &path, rows)),
         };
         Column {
             kind: kind.clone(),
@@ -133,111 +170,131 @@ impl Column {
         match &mut self.values {
             Values::Null => {}
             Values::Bool(values) => values.append(false),
-            Values::I32(values) => values.push(0),
-            Values::I64(values) => values.push(0),
-            Values::F64(values) => values.push(0.0),
-            Values::Bytes { offsets, data } => offsets.push(data.len() as i32),
-            Values::Fixed { width, data } => data.resize(data.len() + *width, 0),
+            Values::Int32(values) => values.push(0),
+            Values::Int64(values) | Values::Timestamp(values) => values.push(0),
+            Values::Double(values) => values.push(0.0),
+            Values::Bytes { offsets, data, .. } => offsets.push(data.len() as i32),
+            Values::Fixed { width, data, .. } => data.resize(data.len() + *width, 0),
             Values::List { offsets, item } => offsets.push(item.len as i32),
-            Values::Struct(children) => children.iter_mut().for_each(|(_, child)| child.push_null()),
+            Values::Struct(fields) => fields.columns.iter_mut().for_each(Column::push_null),
         }
     }
 
-    /// Appends `value` (`None`: the field is missing), or a null when its type does not fit.
-    fn push(&mut self, value: Option<RawBsonRef>, reading: &Reading) -> std::result::Result<(), Stop> {
-        let Some(value) = value else {
-            self.push_null();
-            return Ok(());
-        };
-        match (&mut self.values, value) {
-            (_, RawBsonRef::Null | RawBsonRef::Undefined) => {
+    /// Appends the value of type `tag` whose bytes are `value` (framed by `raw::elements`), or a
+    /// null when its type does not fit.
+    fn push(&mut self, tag: u8, value: &[u8], reading: &Reading) -> std::result::Result<(), Stop> {
+        match (&mut self.values, tag) {
+            (_, raw::NULL | raw::UNDEFINED) => {
                 self.push_null();
                 return Ok(());
             }
-            (Values::Bool(values), RawBsonRef::Boolean(value)) => values.append(value),
-            (Values::I32(values), RawBsonRef::Int32(value)) => values.push(value),
-            (Values::I32(values), RawBsonRef::Int64(value)) if i32::try_from(value).is_ok() => {
-                values.push(value as i32)
+            (Values::Bool(values), raw::BOOLEAN) => values.append(boolean(value)?),
+            (Values::Int32(values), raw::INT32) => values.push(i32::from_le_bytes(fixed(value, 0)?)),
+            (Values::Int32(values), raw::INT64) => match i32::try_from(int64(value)?) {
+                Ok(value) => values.push(value),
+                Err(_) => return self.mismatch(tag, value, reading),
+            },
+            (Values::Int64(values), raw::INT32) => values.push(i32::from_le_bytes(fixed(value, 0)?).into()),
+            (Values::Int64(values), raw::INT64) | (Values::Timestamp(values), raw::DATE) => {
+                values.push(int64(value)?)
             }
-            (Values::I64(values), RawBsonRef::Int32(value)) if self.kind == Kind::Int64 => {
-                values.push(value.into())
-            }
-            (Values::I64(values), RawBsonRef::Int64(value)) if self.kind == Kind::Int64 => values.push(value),
-            (Values::I64(values), RawBsonRef::DateTime(value)) if self.kind == Kind::Timestamp => {
-                values.push(value.timestamp_millis())
-            }
-            (Values::F64(values), RawBsonRef::Double(value)) => values.push(value),
-            (Values::F64(values), RawBsonRef::Int32(value)) => values.push(value.into()),
-            (Values::F64(values), RawBsonRef::Int64(value)) if value.abs() <= EXACT_DOUBLE_INTEGER => {
-                values.push(value as f64)
-            }
-            (Values::Bytes { offsets, data }, RawBsonRef::String(value)) if self.kind == Kind::Utf8 => {
-                data.extend_from_slice(value.as_bytes());
+            (Values::Double(values), raw::DOUBLE) => values.push(f64::from_le_bytes(fixed(value, 0)?)),
+            (Values::Double(values), raw::INT32) => values.push(i32::from_le_bytes(fixed(value, 0)?).into()),
+            (Values::Double(values), raw::INT64) => match int64(value)? {
+                value if value.unsigned_abs() <= EXACT_DOUBLE_INTEGER => values.push(value as f64),
+                _ => return self.mismatch(tag, value, reading),
+            },
+            (
+                Values::Bytes {
+                    holds: Variable::Text,
+                    offsets,
+                    data,
+                },
+                raw::STRING,
+            ) => {
+                data.extend_from_slice(utf8(value)?);
                 offsets.push(data.len() as i32);
             }
-            (Values::Bytes { offsets, data }, RawBsonRef::ObjectId(value))
-                if self.kind == Kind::ObjectIdHex =>
-            {
-                data.extend_from_slice(value.to_hex().as_bytes());
+            (
+                Values::Bytes {
+                    holds: Variable::Hex,
+                    offsets,
+                    data,
+                },
+                raw::OBJECT_ID,
+            ) => {
+                push_hex(data, value);
                 offsets.push(data.len() as i32);
             }
-            (Values::Bytes { offsets, data }, RawBsonRef::Binary(value)) if self.kind == Kind::Binary => {
-                data.extend_from_slice(value.bytes);
+            (
+                Values::Bytes {
+                    holds: Variable::Binary,
+                    offsets,
+                    data,
+                },
+                raw::BINARY,
+            ) => {
+                data.extend_from_slice(binary(value)?);
                 offsets.push(data.len() as i32);
             }
-            (Values::Fixed { width: 12, data }, RawBsonRef::ObjectId(value)) => {
-                data.extend_from_slice(&value.bytes())
-            }
-            (Values::Fixed { width: 16, data }, RawBsonRef::Decimal128(value)) => {
-                data.extend_from_slice(&value.bytes())
-            }
-            (Values::List { offsets, item }, RawBsonRef::Array(array)) => {
-                for element in array {
-                    let element = element.map_err(|_| Stop::Malformed)?;
-                    item.push(Some(element), reading)?;
+            (Values::Fixed { tag: takes, data, .. }, tag) if *takes == tag => data.extend_from_slice(value),
+            (Values::List { offsets, item }, raw::ARRAY) => {
+                raw::document_length(value, 0)?;
+                for element in raw::elements(value) {
+                    let (tag, _, value) = element?;
+                    item.push(tag, value, reading)?;
                 }
                 offsets.push(item.len as i32);
             }
-            (Values::Struct(children), RawBsonRef::Document(document)) => {
-                push_fields(children, document, reading)?;
+            (Values::Struct(fields), raw::DOCUMENT) => {
+                raw::document_length(value, 0)?;
+                fields.push_document(value, reading)?;
             }
-            _ => return self.mismatch(value, reading),
+            _ => return self.mismatch(tag, value, reading),
         };
         self.len += 1;
         self.validity.append_non_null();
         Ok(())
     }
 
-    /// Drops the values after the first `len` (a repeated key's earlier value, see `push_fields`).
+    /// Drops the values after the first `len` (a repeated key's earlier value, see `push_document`).
     fn truncate(&mut self, len: usize) {
         self.len = len;
         self.validity.truncate(len);
         match &mut self.values {
             Values::Null => {}
             Values::Bool(values) => values.truncate(len),
-            Values::I32(values) => values.truncate(len),
-            Values::I64(values) => values.truncate(len),
-            Values::F64(values) => values.truncate(len),
-            Values::Bytes { offsets, data } => {
+            Values::Int32(values) => values.truncate(len),
+            Values::Int64(values) | Values::Timestamp(values) => values.truncate(len),
+            Values::Double(values) => values.truncate(len),
+            Values::Bytes { offsets, data, .. } => {
                 offsets.truncate(len + 1);
                 data.truncate(offsets[len] as usize);
             }
-            Values::Fixed { width, data } => data.truncate(len * *width),
+            Values::Fixed { width, data, .. } => data.truncate(len * *width),
             Values::List { offsets, item } => {
                 offsets.truncate(len + 1);
                 item.truncate(offsets[len] as usize);
             }
-            Values::Struct(children) => children.iter_mut().for_each(|(_, child)| child.truncate(len)),
+            Values::Struct(fields) => fields.columns.iter_mut().for_each(|column| column.truncate(len)),
         }
     }
 
-    fn mismatch(&mut self, value: RawBsonRef, reading: &Reading) -> std::result::Result<(), Stop> {
+    #[cold]
+    fn mismatch(&mut self, tag: u8, value: &[u8], reading: &Reading) -> std::result::Result<(), Stop> {
+        // Bytes that are not BSON fail the batch whatever their column, as in the official driver.
+        match tag {
+            raw::STRING | raw::CODE | raw::SYMBOL => drop(utf8(value)?),
+            raw::BOOLEAN => drop(boolean(value)?),
+            raw::DOCUMENT | raw::ARRAY => drop(raw::document_length(value, 0)?),
+            _ => {}
+        }
         if reading.on_mismatch == OnMismatch::Error {
             return Err(Stop::Mismatch(TypeMismatch {
                 path: self.path.clone(),
                 row: reading.row,
                 expected: self.kind.name(),
-                found: bson_type_name(value),
+                found: bson_type_name(tag),
             }));
         }
         self.mismatches += 1;
@@ -250,24 +307,26 @@ impl Column {
         match self.values {
             Values::Null => Arc::new(NullArray::new(self.len)),
             Values::Bool(mut values) => Arc::new(BooleanArray::new(values.finish(), nulls)),
-            Values::I32(values) => Arc::new(Int32Array::new(ScalarBuffer::from(values), nulls)),
-            Values::I64(values) if self.kind == Kind::Timestamp => Arc::new(
+            Values::Int32(values) => Arc::new(Int32Array::new(ScalarBuffer::from(values), nulls)),
+            Values::Timestamp(values) => Arc::new(
                 TimestampMillisecondArray::new(ScalarBuffer::from(values), nulls).with_timezone("UTC"),
             ),
-            Values::I64(values) => Arc::new(Int64Array::new(ScalarBuffer::from(values), nulls)),
-            Values::F64(values) => Arc::new(Float64Array::new(ScalarBuffer::from(values), nulls)),
-            Values::Bytes { offsets, data } => {
+            Values::Int64(values) => Arc::new(Int64Array::new(ScalarBuffer::from(values), nulls)),
+            Values::Double(values) => Arc::new(Float64Array::new(ScalarBuffer::from(values), nulls)),
+            Values::Bytes { holds, offsets, data } => {
                 // SAFETY: the offsets start at 0 and grow with `data`, which they end at.
                 let offsets = unsafe { OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)) };
                 let data = Buffer::from_vec(data);
-                match self.kind {
-                    Kind::Binary => Arc::new(BinaryArray::new(offsets, data, nulls)),
-                    // SAFETY: every value was a `&str` (the bson crate checked its UTF-8) or hex
-                    // digits, and the offsets fall between values.
-                    _ => Arc::new(unsafe { StringArray::new_unchecked(offsets, data, nulls) }),
+                match holds {
+                    Variable::Binary => Arc::new(BinaryArray::new(offsets, data, nulls)),
+                    // SAFETY: every value is UTF-8 checked by `utf8`, or hex digits, and the offsets
+                    // fall between values.
+                    Variable::Text | Variable::Hex => {
+                        Arc::new(unsafe { StringArray::new_unchecked(offsets, data, nulls) })
+                    }
                 }
             }
-            Values::Fixed { width, data } => Arc::new(FixedSizeBinaryArray::new(
+            Values::Fixed { width, data, .. } => Arc::new(FixedSizeBinaryArray::new(
                 width as i32,
                 Buffer::from_vec(data),
                 nulls,
@@ -281,15 +340,14 @@ impl Column {
                 let offsets = unsafe { OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)) };
                 Arc::new(ListArray::new(field, offsets, item.finish(), nulls))
             }
-            Values::Struct(children) => {
-                let Kind::Struct(fields) = &self.kind else {
+            Values::Struct(fields) => {
+                let Kind::Struct(specs) = &self.kind else {
                     unreachable!("a struct column has a struct kind")
                 };
-                let arrays = children.into_iter().map(|(_, child)| child.finish()).collect();
-                if fields.is_empty() {
+                if specs.is_empty() {
                     Arc::new(StructArray::new_empty_fields(self.len, nulls))
                 } else {
-                    Arc::new(StructArray::new(arrow_fields(fields), arrays, nulls))
+                    Arc::new(StructArray::new(arrow_fields(specs), fields.finish(), nulls))
                 }
             }
         }
@@ -302,65 +360,120 @@ impl Column {
         }
         match &self.values {
             Values::List { item, .. } => item.collect_mismatches(into),
-            Values::Struct(children) => children
+            Values::Struct(fields) => fields
+                .columns
                 .iter()
-                .for_each(|(_, child)| child.collect_mismatches(into)),
+                .for_each(|column| column.collect_mismatches(into)),
             _ => {}
         }
     }
 }
 
-fn struct_children(fields: &[FieldSpec], path: &str, rows: usize) -> Vec<(String, Column)> {
-    fields
-        .iter()
-        .map(|field| {
-            let child_path = if path.is_empty() {
-                field.name.clone()
-            } else {
-                format!("{path}.{}", field.name)
+impl Fields {
+    fn new(specs: &[FieldSpec], path: &str, rows: usize) -> Self {
+        let columns = specs
+            .iter()
+            .map(|field| {
+                let column_path = if path.is_empty() {
+                    field.name.clone()
+                } else {
+                    format!("{path}.{}", field.name)
+                };
+                Column::new(&field.kind, column_path, rows)
+            })
+            .collect();
+        let names = specs.iter().map(|field| field.name.as_bytes().into()).collect();
+        Fields { names, columns }
+    }
+
+    /// Appends one document's fields to the columns: a missing field is null, a field without a
+    /// column is skipped (framed, not read), and a repeated key keeps its last value.
+    fn push_document(&mut self, document: &[u8], reading: &Reading) -> std::result::Result<(), Stop> {
+        let row = self.columns.first().map_or(0, |column| column.len);
+        // Documents of one query mostly list their fields in the schema's order: look where the last
+        // key matched first.
+        let mut next = 0;
+        for element in raw::elements(document) {
+            let (tag, key, value) = element?;
+            let index = match self.names.get(next) {
+                Some(name) if **name == *key => next,
+                _ => match self.names.iter().position(|name| **name == *key) {
+                    Some(index) => index,
+                    None => continue,
+                },
             };
-            (field.name.clone(), Column::new(&field.kind, child_path, rows))
-        })
-        .collect()
+            next = index + 1;
+            let column = &mut self.columns[index];
+            // A repeated key: its last value wins, as in js-bson's documents.
+            if column.len > row {
+                column.truncate(row);
+            }
+            column.push(tag, value, reading)?;
+        }
+        for column in &mut self.columns {
+            if column.len == row {
+                column.push_null();
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Vec<ArrayRef> {
+        self.columns.into_iter().map(Column::finish).collect()
+    }
 }
 
-/// Appends one document's fields to the columns of its struct: a missing field is null, a field
-/// without a column is skipped, and a repeated key keeps its last value.
-fn push_fields(
-    children: &mut [(String, Column)],
-    document: &RawDocument,
-    reading: &Reading,
-) -> std::result::Result<(), Stop> {
-    let row = children.first().map_or(0, |(_, child)| child.len);
-    // Documents of one query mostly list their fields in the schema's order: look where the last
-    // key matched first.
-    let mut next = 0;
-    // Elements, not (key, value) pairs: a field without a column is skipped unparsed.
-    for element in document.iter_elements() {
-        let element = element.map_err(|_| Stop::Malformed)?;
-        let key = element.key().as_str();
-        let index = match children.get(next) {
-            Some((name, _)) if name == key => next,
-            _ => match children.iter().position(|(name, _)| name == key) {
-                Some(index) => index,
-                None => continue,
-            },
-        };
-        next = index + 1;
-        let child = &mut children[index].1;
-        // A repeated key: its last value wins, as in js-bson's documents.
-        if child.len > row {
-            child.truncate(row);
-        }
-        let value = element.value().map_err(|_| Stop::Malformed)?;
-        child.push(Some(value), reading)?;
+/// A boolean's byte: 0 or 1, as the bson crate reads it.
+#[inline]
+fn boolean(value: &[u8]) -> Parsed<bool> {
+    match value.first() {
+        Some(0) => Ok(false),
+        Some(1) => Ok(true),
+        _ => Err(Malformed),
     }
-    for (_, child) in children.iter_mut() {
-        if child.len == row {
-            child.push_null();
-        }
+}
+
+#[inline]
+fn int64(value: &[u8]) -> Parsed<i64> {
+    Ok(i64::from_le_bytes(fixed(value, 0)?))
+}
+
+/// A string's bytes (its size, which counts the zero byte, was framed by `raw::value_length`),
+/// checked as UTF-8 once here: the column's bytes are then copied as they are.
+#[inline]
+fn utf8(value: &[u8]) -> Parsed<&[u8]> {
+    let (&0, text) = value.split_last().ok_or(Malformed)? else {
+        return Err(Malformed);
+    };
+    let text = text.get(4..).ok_or(Malformed)?;
+    if !text.is_ascii() && std::str::from_utf8(text).is_err() {
+        return Err(Malformed);
     }
-    Ok(())
+    Ok(text)
+}
+
+/// A binary value's bytes after its size and subtype; the old subtype (2) repeats the size inside,
+/// which the bson crate checks and strips.
+#[inline]
+fn binary(value: &[u8]) -> Parsed<&[u8]> {
+    const BINARY_OLD: u8 = 0x02;
+    let (subtype, data) = value.get(4..).and_then(<[u8]>::split_first).ok_or(Malformed)?;
+    if *subtype != BINARY_OLD {
+        return Ok(data);
+    }
+    match raw::size_at(data, 0) {
+        Ok(inner) if inner + 4 == data.len() => Ok(&data[4..]),
+        _ => Err(Malformed),
+    }
+}
+
+/// An ObjectId's 12 bytes as 24 lowercase hex digits.
+#[inline]
+fn push_hex(data: &mut Vec<u8>, value: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in value {
+        data.extend_from_slice(&[DIGITS[(byte >> 4) as usize], DIGITS[(byte & 0xF) as usize]]);
+    }
 }
 
 /// A built batch: its rows, and its columns' mismatches (`OnMismatch::Null`).
@@ -369,16 +482,17 @@ pub struct BuiltBatch {
     pub mismatches: Vec<(String, u64)>,
 }
 
-/// Builds a record batch of `fields` from `documents`.
+/// Builds a record batch of `fields` from `documents` (each one BSON document, its length prefix
+/// and terminator checked, see `raw::document_length`).
 pub fn build_batch(
     fields: &[FieldSpec],
-    documents: &[&RawDocument],
+    documents: &[&[u8]],
     on_mismatch: OnMismatch,
 ) -> Result<std::result::Result<BuiltBatch, TypeMismatch>> {
-    let mut columns = struct_children(fields, "", documents.len());
+    let mut columns = Fields::new(fields, "", documents.len());
     let mut reading = Reading { row: 0, on_mismatch };
     for document in documents {
-        match push_fields(&mut columns, document, &reading) {
+        match columns.push_document(document, &reading) {
             Ok(()) => {}
             Err(Stop::Mismatch(mismatch)) => return Ok(Err(mismatch)),
             Err(Stop::Malformed) => {
@@ -389,9 +503,10 @@ pub fn build_batch(
     }
     let mut mismatches = Vec::new();
     columns
+        .columns
         .iter()
-        .for_each(|(_, column)| column.collect_mismatches(&mut mismatches));
-    let arrays: Vec<ArrayRef> = columns.into_iter().map(|(_, column)| column.finish()).collect();
+        .for_each(|column| column.collect_mismatches(&mut mismatches));
+    let arrays = columns.finish();
     let schema = Arc::new(arrow_schema(fields));
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(reading.row));
     let batch = RecordBatch::try_new_with_options(schema, arrays, &options)
@@ -399,29 +514,31 @@ pub fn build_batch(
     Ok(Ok(BuiltBatch { batch, mismatches }))
 }
 
-/// A value's BSON type as `$type` names it.
-fn bson_type_name(value: RawBsonRef) -> &'static str {
-    match value {
-        RawBsonRef::Double(_) => "double",
-        RawBsonRef::String(_) => "string",
-        RawBsonRef::Document(_) => "object",
-        RawBsonRef::Array(_) => "array",
-        RawBsonRef::Binary(_) => "binData",
-        RawBsonRef::Undefined => "undefined",
-        RawBsonRef::ObjectId(_) => "objectId",
-        RawBsonRef::Boolean(_) => "bool",
-        RawBsonRef::DateTime(_) => "date",
-        RawBsonRef::Null => "null",
-        RawBsonRef::RegularExpression(_) => "regex",
-        RawBsonRef::DbPointer(_) => "dbPointer",
-        RawBsonRef::JavaScriptCode(_) => "javascript",
-        RawBsonRef::Symbol(_) => "symbol",
-        RawBsonRef::JavaScriptCodeWithScope(_) => "javascriptWithScope",
-        RawBsonRef::Int32(_) => "int",
-        RawBsonRef::Timestamp(_) => "timestamp",
-        RawBsonRef::Int64(_) => "long",
-        RawBsonRef::Decimal128(_) => "decimal",
-        RawBsonRef::MinKey => "minKey",
-        RawBsonRef::MaxKey => "maxKey",
+/// A BSON type as `$type` names it.
+fn bson_type_name(tag: u8) -> &'static str {
+    match tag {
+        raw::DOUBLE => "double",
+        raw::STRING => "string",
+        raw::DOCUMENT => "object",
+        raw::ARRAY => "array",
+        raw::BINARY => "binData",
+        raw::UNDEFINED => "undefined",
+        raw::OBJECT_ID => "objectId",
+        raw::BOOLEAN => "bool",
+        raw::DATE => "date",
+        raw::NULL => "null",
+        raw::REGEX => "regex",
+        raw::DB_POINTER => "dbPointer",
+        raw::CODE => "javascript",
+        raw::SYMBOL => "symbol",
+        raw::CODE_WITH_SCOPE => "javascriptWithScope",
+        raw::INT32 => "int",
+        raw::TIMESTAMP => "timestamp",
+        raw::INT64 => "long",
+        raw::DECIMAL128 => "decimal",
+        raw::MIN_KEY => "minKey",
+        raw::MAX_KEY => "maxKey",
+        // `raw::elements` frames only the types BSON defines.
+        _ => "unknown",
     }
 }

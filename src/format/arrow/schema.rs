@@ -4,9 +4,11 @@
 use std::{collections::HashMap, sync::Arc};
 
 use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
-use bson::{RawBsonRef, RawDocument};
 
-use crate::error::{Error, Result};
+use crate::{
+    error::{Error, Result},
+    raw::{self, Malformed, Parsed},
+};
 
 /// The extension names of the columns whose Arrow storage alone does not say what they hold.
 pub const OBJECT_ID_EXTENSION: &str = "rumongo.objectid";
@@ -193,34 +195,41 @@ fn invalid(message: String) -> Error {
     Error::InvalidArgument(message)
 }
 
-/// Infers the columns of `documents` as PyMongoArrow does: every field in order of first
-/// appearance, typed by its first non-null value; nested documents become structs (their fields
-/// merged the same way), arrays lists (typed by their first non-null element). A field whose
-/// values are all null is a null column; values of types without a column type (regular
-/// expressions, code, MinKey, ...) are left out, as PyMongoArrow leaves them.
+/// Infers the columns of `documents` (each one BSON document, its length prefix and terminator
+/// checked) as PyMongoArrow does: every field in order of first appearance, typed by its first
+/// non-null value; nested documents become structs (their fields merged the same way), arrays lists
+/// (typed by their first non-null element). A field whose values are all null is a null column;
+/// values of types without a column type (regular expressions, code, MinKey, ...) are left out, as
+/// PyMongoArrow leaves them.
 pub fn infer_schema<'a>(
-    documents: impl IntoIterator<Item = &'a RawDocument>,
+    documents: impl IntoIterator<Item = &'a [u8]>,
     object_id_hex: bool,
 ) -> Result<Vec<FieldSpec>> {
     let mut fields = Vec::new();
     for document in documents {
-        merge_document(&mut fields, document, object_id_hex)?;
+        merge_document(&mut fields, document, object_id_hex)
+            .map_err(|Malformed| Error::MalformedBson("a document of the batch does not parse"))?;
     }
     Ok(fields)
 }
 
-fn merge_document(fields: &mut Vec<FieldSpec>, document: &RawDocument, object_id_hex: bool) -> Result<()> {
-    for element in document {
-        let (key, value) = element?;
-        let Some(kind) = infer_kind(value, object_id_hex)? else {
-            continue;
+/// Merges a document's fields into `fields`: a known field refines its type, a new one is added.
+fn merge_document(fields: &mut Vec<FieldSpec>, document: &[u8], object_id_hex: bool) -> Parsed<()> {
+    // As in the builder: documents mostly list their fields in the same order.
+    let mut next = 0;
+    for element in raw::elements(document) {
+        let (tag, key, value) = element?;
+        let known = match fields.get(next) {
+            Some(field) if field.name.as_bytes() == key => Some(next),
+            _ => fields.iter().position(|field| field.name.as_bytes() == key),
         };
-        match fields.iter_mut().find(|field| field.name == key.as_str()) {
-            Some(field) => merge_kind(&mut field.kind, kind),
-            None => fields.push(FieldSpec {
-                name: key.as_str().to_owned(),
-                kind,
-            }),
+        if let Some(index) = known {
+            next = index + 1;
+            merge_value(&mut fields[index].kind, tag, value, object_id_hex)?;
+        } else if let Some(kind) = value_kind(tag, value, object_id_hex)? {
+            let name = std::str::from_utf8(key).map_err(|_| Malformed)?.to_owned();
+            fields.push(FieldSpec { name, kind });
+            next = fields.len();
         }
     }
     Ok(())
@@ -228,48 +237,55 @@ fn merge_document(fields: &mut Vec<FieldSpec>, document: &RawDocument, object_id
 
 /// Refines `into` with another value's type: a null column takes the first type seen, structs
 /// and lists merge; any other difference keeps the first type (the value is a mismatch).
-fn merge_kind(into: &mut Kind, kind: Kind) {
-    match (into, kind) {
-        (into @ Kind::Null, kind) => *into = kind,
-        (Kind::Struct(fields), Kind::Struct(more)) => {
-            for field in more {
-                match fields.iter_mut().find(|known| known.name == field.name) {
-                    Some(known) => merge_kind(&mut known.kind, field.kind),
-                    None => fields.push(field),
-                }
+fn merge_value(into: &mut Kind, tag: u8, value: &[u8], object_id_hex: bool) -> Parsed<()> {
+    match (into, tag) {
+        (into @ Kind::Null, _) => {
+            if let Some(kind) = value_kind(tag, value, object_id_hex)? {
+                *into = kind;
             }
         }
-        (Kind::List(item), Kind::List(more)) => merge_kind(item, *more),
+        (Kind::Struct(fields), raw::DOCUMENT) => {
+            raw::document_length(value, 0)?;
+            merge_document(fields, value, object_id_hex)?;
+        }
+        (Kind::List(item), raw::ARRAY) => merge_items(item, value, object_id_hex)?,
         _ => {}
     }
+    Ok(())
+}
+
+fn merge_items(item: &mut Kind, array: &[u8], object_id_hex: bool) -> Parsed<()> {
+    raw::document_length(array, 0)?;
+    for element in raw::elements(array) {
+        let (tag, _, value) = element?;
+        merge_value(item, tag, value, object_id_hex)?;
+    }
+    Ok(())
 }
 
 /// The column type of one value; `None` for a type no column holds.
-fn infer_kind(value: RawBsonRef, object_id_hex: bool) -> Result<Option<Kind>> {
-    Ok(Some(match value {
-        RawBsonRef::Null | RawBsonRef::Undefined => Kind::Null,
-        RawBsonRef::Boolean(_) => Kind::Bool,
-        RawBsonRef::Int32(_) => Kind::Int32,
-        RawBsonRef::Int64(_) => Kind::Int64,
-        RawBsonRef::Double(_) => Kind::Double,
-        RawBsonRef::String(_) => Kind::Utf8,
-        RawBsonRef::DateTime(_) => Kind::Timestamp,
-        RawBsonRef::ObjectId(_) if object_id_hex => Kind::ObjectIdHex,
-        RawBsonRef::ObjectId(_) => Kind::ObjectId,
-        RawBsonRef::Decimal128(_) => Kind::Decimal128,
-        RawBsonRef::Binary(_) => Kind::Binary,
-        RawBsonRef::Document(document) => {
+fn value_kind(tag: u8, value: &[u8], object_id_hex: bool) -> Parsed<Option<Kind>> {
+    Ok(Some(match tag {
+        raw::NULL | raw::UNDEFINED => Kind::Null,
+        raw::BOOLEAN => Kind::Bool,
+        raw::INT32 => Kind::Int32,
+        raw::INT64 => Kind::Int64,
+        raw::DOUBLE => Kind::Double,
+        raw::STRING => Kind::Utf8,
+        raw::DATE => Kind::Timestamp,
+        raw::OBJECT_ID if object_id_hex => Kind::ObjectIdHex,
+        raw::OBJECT_ID => Kind::ObjectId,
+        raw::DECIMAL128 => Kind::Decimal128,
+        raw::BINARY => Kind::Binary,
+        raw::DOCUMENT => {
+            raw::document_length(value, 0)?;
             let mut fields = Vec::new();
-            merge_document(&mut fields, document, object_id_hex)?;
+            merge_document(&mut fields, value, object_id_hex)?;
             Kind::Struct(fields)
         }
-        RawBsonRef::Array(array) => {
+        raw::ARRAY => {
             let mut item = Kind::Null;
-            for element in array {
-                if let Some(kind) = infer_kind(element?, object_id_hex)? {
-                    merge_kind(&mut item, kind);
-                }
-            }
+            merge_items(&mut item, value, object_id_hex)?;
             Kind::List(Box::new(item))
         }
         _ => return Ok(None),

@@ -1,0 +1,121 @@
+/**
+ * Writing a query's output into a `Writable` (`pipeJson`, `pipeArrow`): backpressure, the whole
+ * call's `timeoutMS`, and what happens when the destination fails, closes or is ended elsewhere.
+ * @module
+ */
+import type { Writable } from 'node:stream'
+import { MongoInvalidArgumentError, MongoOperationTimeoutError } from './errors.js'
+import { describe } from './validate.js'
+
+/** Destinations a pipe is writing into: a second one would interleave its bytes. */
+const receiving = new WeakSet<object>()
+
+/**
+ * Throws MongoInvalidArgumentError unless `destination` is an open Writable no other pipe writes
+ * into: called before the query, so a bad destination sends nothing to the server.
+ */
+export function checkDestination(method: string, destination: NodeJS.WritableStream): void {
+  if (typeof destination?.write !== 'function' || typeof destination.on !== 'function') {
+    throw new MongoInvalidArgumentError(`${method} needs a Writable stream, got ${describe(destination)}`)
+  }
+  const writable = destination as NodeJS.WritableStream & Partial<Writable>
+  if (writable.writableEnded || writable.destroyed) {
+    throw new MongoInvalidArgumentError(`${method} needs an open Writable: the destination is already ended`)
+  }
+  if (receiving.has(destination)) {
+    throw new MongoInvalidArgumentError(`${method}: another pipe is already writing into this destination`)
+  }
+}
+
+/**
+ * Writes `parts` into `destination` (checked by `checkDestination`), then ends it. `parts` reads
+ * its first batch before yielding its first part: a query the server refuses rejects with the
+ * destination untouched. Once writing, if the destination errors, closes or is ended elsewhere, or
+ * `timeoutMS` passes (backpressure waits included), `close` kills the cursor, the destination is
+ * destroyed (a partial output must not pass for a complete one) and the promise rejects.
+ */
+export async function pipeParts(
+  destination: NodeJS.WritableStream,
+  parts: AsyncGenerator<Buffer>,
+  close: () => Promise<void>,
+  /** The whole call's limit: the operation's `timeoutMS`, else the client's. */
+  timeoutMS: number | undefined,
+): Promise<void> {
+  const writable = destination as NodeJS.WritableStream & Partial<Writable>
+  receiving.add(destination)
+  const watch = watchDestination(writable, timeoutMS)
+  let wrote = false
+  try {
+    for (;;) {
+      const { value, done } = await watch.race(parts.next())
+      if (done) break
+      wrote = true
+      if (!writable.write(value)) await watch.race(watch.drained())
+    }
+    watch.ending = true
+    writable.end()
+    await watch.race(watch.finished())
+  } catch (error) {
+    // Killed before the rejection, unless time ran out: a getMore in flight (a hung server) would
+    // hold it; the cursor is then killed once it is free.
+    const closing = close().catch(() => {})
+    if (!(error instanceof MongoOperationTimeoutError)) await closing
+    // Destroyed without the error, which would be an unhandled 'error' event on `destination`.
+    if (wrote) writable.destroy?.()
+    throw error
+  } finally {
+    watch.dispose()
+    receiving.delete(destination)
+  }
+}
+
+/**
+ * What ends a pipe early: the destination failing, closing, or ended by someone else, and
+ * `timeoutMS` (the whole call, waits for a slow reader included). `race` rejects as soon as one
+ * happens, whatever the raced promise is waiting for.
+ */
+function watchDestination(destination: NodeJS.WritableStream & Partial<Writable>, timeoutMS?: number) {
+  let stop!: (error: unknown) => void
+  const stopped = new Promise<never>((_resolve, reject) => (stop = reject))
+  stopped.catch(() => {})
+  const state = { ending: false }
+  const onError = (error: unknown) => stop(error)
+  const onClose = () => stop(prematureClose())
+  const onFinish = () => {
+    if (!state.ending) stop(prematureClose('the destination was ended by other code'))
+  }
+  destination.on('error', onError)
+  destination.on('close', onClose)
+  destination.on('finish', onFinish)
+  const timer =
+    timeoutMS && timeoutMS > 0
+      ? setTimeout(
+          () =>
+            stop(new MongoOperationTimeoutError(`operation timed out: timeoutMS of ${timeoutMS} ms expired`)),
+          timeoutMS,
+        )
+      : undefined
+  const waits: (() => void)[] = []
+  const once = (event: string) =>
+    new Promise<void>((resolve) => {
+      destination.once(event, resolve)
+      waits.push(() => destination.removeListener(event, resolve))
+    })
+  return Object.assign(state, {
+    race: <T>(promise: Promise<T>): Promise<T> => Promise.race([promise, stopped]),
+    drained: () => once('drain'),
+    finished: () => (destination.writableFinished ? Promise.resolve() : once('finish')),
+    dispose() {
+      clearTimeout(timer)
+      destination.removeListener('error', onError)
+      destination.removeListener('close', onClose)
+      destination.removeListener('finish', onFinish)
+      for (const remove of waits) remove()
+    },
+  })
+}
+
+/** Node's error for a stream that closed before the pipe ended (what `pipeline` rejects with). */
+function prematureClose(message = 'Premature close'): Error {
+  return Object.assign(new Error(message), { code: 'ERR_STREAM_PREMATURE_CLOSE' })
+}
