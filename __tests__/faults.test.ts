@@ -8,10 +8,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { inspect, promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Long } from 'bson'
 import { MongoClient as OfficialClient } from 'mongodb'
 import {
   MongoClient,
   MongoCursorExhaustedError,
+  MongoClientClosedError,
   MongoError,
   MongoInvalidArgumentError,
   MongoNetworkError,
@@ -25,6 +27,7 @@ import {
 // @ts-expect-error: a plain ESM script without types
 import { freePort, startDevdb } from '../scripts/devdb.mjs'
 import { uniqueDbName, uri } from './setup/helpers.js'
+import { startWireServer } from './setup/wire_server.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const NO_HANG_MS = 10_000
@@ -534,6 +537,120 @@ describe('unreachable servers and credentials', () => {
       }
       await client.close()
     })
+  })
+})
+
+describe('close() while the server never answers (fake wire server)', () => {
+  /**
+   * A server that answers only finds, with the first batch of a cursor (ids from 77 on), and never
+   * anything else.
+   */
+  const silentServer = () => {
+    let cursorId = 77n
+    return startWireServer({
+      answer: (command) =>
+        'find' in command
+          ? {
+              cursor: {
+                id: Long.fromBigInt(cursorId++),
+                ns: 'faults.items',
+                firstBatch: items().slice(0, 2),
+              },
+              ok: 1,
+            }
+          : null,
+    })
+  }
+
+  /** What a read that was pending when the client closed settled with. */
+  const outcomeOf = ({ value, error, hung }: Outcome<unknown>) =>
+    hung
+      ? 'still pending'
+      : error instanceof Error
+        ? {
+            class: error.constructor.name,
+            name: error.name,
+            message: error.message,
+            code: (error as MongoError).code,
+          }
+        : { value }
+
+  it('resolves at once, rejects the reads in flight as the official driver does and kills the open cursor', async () => {
+    const seen: Record<string, unknown> = {}
+    for (const [driver, Client] of [
+      ['official', OfficialClient],
+      ['rumongo', MongoClient],
+    ] as const) {
+      const server = await silentServer()
+      try {
+        const client = await (Client as typeof MongoClient).connect(server.uri)
+        const coll = itemsOf(client)
+        const cursor = coll.find({}, { batchSize: 2 })
+        expect([await cursor.next(), await cursor.next()]).toEqual(items().slice(0, 2))
+        const idle = coll.find({}, { batchSize: 2 })
+        expect(await idle.next()).toEqual(items()[0])
+        const reads = {
+          getMore: settle(cursor.next()),
+          countDocuments: settle(coll.countDocuments({})),
+          estimatedDocumentCount: settle(coll.estimatedDocumentCount()),
+          distinct: settle(coll.distinct('group')),
+          aggregate: settle(coll.aggregate([]).toArray()),
+        }
+        await sleep(200) // every read reaches the server
+        const started = Date.now()
+        const closed = await settle(client.close())
+        const outcomes = Object.fromEntries(
+          await Promise.all(Object.entries(reads).map(async ([name, read]) => [name, outcomeOf(await read)])),
+        )
+        seen[driver] = {
+          closeHung: closed.hung,
+          closedFast: Date.now() - started < 2_000,
+          outcomes,
+          killed: [...server.killed].sort(),
+        }
+      } finally {
+        await server.stop()
+      }
+    }
+    const closedError = {
+      class: 'MongoClientClosedError',
+      name: 'MongoClientClosedError',
+      message: 'Operation interrupted because client was closed',
+      code: undefined,
+    }
+    expect(seen.official).toMatchObject({ closeHung: false, closedFast: true })
+    expect(Object.values((seen.official as { outcomes: object }).outcomes)).toEqual(
+      Array(5).fill(closedError),
+    )
+    // The official driver kills the idle cursor only; rumongo also kills the one whose getMore was
+    // interrupted (the crate kills a dropped cursor), so that it does not linger on the server.
+    expect(seen.official).toMatchObject({ killed: [78n] })
+    expect(seen.rumongo).toEqual({ ...(seen.official as object), killed: [77n, 78n] })
+    expect(MongoClientClosedError.name).toBe(closedError.class)
+  })
+
+  it('lets the process exit by itself right after close(), with a read left pending on the server', async () => {
+    const server = await silentServer()
+    try {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [
+          '-e',
+          `const { MongoClient } = require('rumongo')
+           MongoClient.connect(process.env.URI).then(async (client) => {
+             const count = client.db('faults').collection('items').countDocuments({})
+             count.catch((error) => console.log(error.name))
+             setTimeout(() => client.close().then(() => console.log(Date.now())), 200)
+           })`,
+        ],
+        { cwd: root, env: { ...process.env, URI: server.uri }, timeout: 20_000 },
+      )
+      const [rejection, closedAt] = stdout.trim().split('\n')
+      expect(rejection).toBe('MongoClientClosedError')
+      expect(Date.now() - Number(closedAt)).toBeLessThan(3_000)
+    } finally {
+      await server.stop()
+    }
   })
 })
 
