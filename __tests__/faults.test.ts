@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { inspect, promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { Long } from 'bson'
+import { Long, type Document } from 'bson'
 import { MongoClient as OfficialClient } from 'mongodb'
 import {
   MongoClient,
@@ -651,6 +651,110 @@ describe('close() while the server never answers (fake wire server)', () => {
     } finally {
       await server.stop()
     }
+  })
+})
+
+describe('retryable reads after a socket timeout (fake wire server)', () => {
+  /** The server's answers once it answers: a find or aggregate opens a cursor of 2 + 2 documents. */
+  const answered = (command: Document): Document => {
+    const name = Object.keys(command)[0]
+    const cursor = (id: number, key: string, batch: Item[]) => ({
+      cursor: { id: Long.fromNumber(id), ns: 'faults.items', [key]: batch },
+      ok: 1,
+    })
+    // countDocuments' pipeline ends with a $group that counts.
+    if (name === 'aggregate' && command.pipeline.some((stage: Document) => '$group' in stage))
+      return {
+        ...cursor(0, 'firstBatch', []),
+        cursor: { id: Long.ZERO, ns: 'faults.items', firstBatch: [{ _id: 1, n: ITEMS }] },
+      }
+    if (name === 'find' || name === 'aggregate') return cursor(77, 'firstBatch', items().slice(0, 2))
+    if (name === 'getMore') return cursor(0, 'nextBatch', items().slice(2, 4))
+    if (name === 'count') return { n: ITEMS, ok: 1 }
+    if (name === 'distinct') return { values: [0, 1, 2, 3], ok: 1 }
+    return { ok: 1 }
+  }
+
+  /**
+   * Runs `read` with `driver` on a server that leaves the first `failing` command unanswered;
+   * returns what the read gave, how many `failing` commands the server got and the command events
+   * of `failing`.
+   */
+  async function attempts(
+    Client: typeof MongoClient,
+    query: string,
+    failing: string,
+    read: (client: MongoClient) => Promise<unknown>,
+  ) {
+    let unanswered = 1
+    const server = await startWireServer({
+      answer: (command) =>
+        Object.keys(command)[0] === failing && unanswered-- > 0 ? null : answered(command),
+    })
+    const client = new Client(withQuery(server.uri, query), { monitorCommands: true })
+    const events: string[] = []
+    for (const name of ['commandStarted', 'commandFailed', 'commandSucceeded'] as const)
+      client.on(name, (event: { commandName: string; failure?: Error }) => {
+        if (event.commandName === failing) events.push(`${name} ${event.failure?.name ?? ''}`.trim())
+      })
+    try {
+      await client.connect()
+      const outcome = await settle(read(client))
+      const result = outcome.error ? (outcome.error as Error).name : outcome.value
+      // A command event of the abandoned attempt may come after the read settled.
+      await sleep(100)
+      return { result, sent: server.received(failing).length, events }
+    } finally {
+      await client.close()
+      await server.stop()
+    }
+  }
+
+  const reads: [string, string, (client: MongoClient) => Promise<unknown>][] = [
+    ['find', 'find', (client) => itemsOf(client).find({}, { batchSize: 2 }).toArray()],
+    ['findOne', 'find', (client) => itemsOf(client).findOne({})],
+    ['aggregate', 'aggregate', (client) => itemsOf(client).aggregate([], { batchSize: 2 }).toArray()],
+    ['countDocuments', 'aggregate', (client) => itemsOf(client).countDocuments({})],
+    ['estimatedDocumentCount', 'count', (client) => itemsOf(client).estimatedDocumentCount()],
+    ['distinct', 'distinct', (client) => itemsOf(client).distinct('group')],
+    ['a database aggregate', 'aggregate', (client) => client.db('faults').aggregate([]).toArray()],
+    [
+      'a getMore (never retried)',
+      'getMore',
+      (client) => itemsOf(client).find({}, { batchSize: 2 }).toArray(),
+    ],
+    ['a command (never retried)', 'count', (client) => client.db('faults').command({ count: 'items' })],
+  ]
+
+  it.each(reads)(
+    '%s: retried as by the official driver, with the events of every attempt',
+    async (_, failing, read) => {
+      const official = await attempts(OfficialClient as never, 'socketTimeoutMS=300', failing, read)
+      const ours = await attempts(MongoClient, 'socketTimeoutMS=300', failing, read)
+      const retried = !_.includes('never retried')
+      expect(official.sent).toBe(retried ? 2 : 1)
+      expect(official.events.slice(0, 2)).toEqual([
+        'commandStarted',
+        'commandFailed MongoNetworkTimeoutError',
+      ])
+      expect(ours).toEqual(official)
+    },
+  )
+
+  it('not with retryReads=false; within timeoutMS as the official driver; not once timeoutMS expired', async () => {
+    const find = (client: MongoClient) => itemsOf(client).find({}).toArray()
+    for (const query of ['socketTimeoutMS=300&retryReads=false', 'socketTimeoutMS=300&timeoutMS=1000']) {
+      const official = await attempts(OfficialClient as never, query, 'find', find)
+      expect(official.sent, query).toBe(query.includes('retryReads=false') ? 1 : 2)
+      expect(await attempts(MongoClient, query, 'find', find), query).toEqual(official)
+    }
+    // The socket timeout is the operation's: nothing left to retry in. (The official driver, whose
+    // two timers race here, sometimes retries past its timeoutMS.)
+    expect(await attempts(MongoClient, 'socketTimeoutMS=300&timeoutMS=300', 'find', find)).toEqual({
+      result: 'MongoOperationTimeoutError',
+      sent: 1,
+      events: ['commandStarted', 'commandFailed MongoOperationTimeoutError'],
+    })
   })
 })
 

@@ -48,11 +48,11 @@ impl NativeClient {
         #[napi(ts_arg_type = "((event: Buffer) => void) | undefined | null")] events: Option<EventCallback>,
         event_mask: Option<u32>,
     ) -> napi::Result<NativeClient> {
-        let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
         let commands = options.as_ref().is_some_and(|options| {
             options.monitor_commands.unwrap_or(false) || options.trace_commands.unwrap_or(false)
         });
         let mut options = client_options(&uri, options).await?;
+        let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms, options.retry_reads != Some(false));
         let monitor = events.map(|callback| Monitor::new(callback, event_mask.unwrap_or(0)));
         if let Some(monitor) = &monitor {
             monitor.install(&mut options, commands);

@@ -91,8 +91,16 @@ impl NativeCollection {
         let (collection, client) = (self.collection.clone(), self.client.clone());
         let deadline = timeout.start();
         spawn(env, async move {
-            let find = async move { Ok(collection.find(filter).with_options(find).batch().await?) };
-            let cursor = deadline.run(&client.pool, find).await?;
+            let cursor = deadline
+                .run_read(
+                    &client.pool,
+                    true,
+                    (collection, filter, find),
+                    |(collection, filter, find)| async move {
+                        Ok(collection.find(filter).with_options(find).batch().await?)
+                    },
+                )
+                .await?;
             client
                 .open_cursor(cursor, single_batch, output, timeout.cursor(deadline), limit)
                 .await
@@ -118,14 +126,22 @@ impl NativeCollection {
         let (collection, client) = (self.collection.clone(), self.client.clone());
         let deadline = timeout.start();
         spawn(env, async move {
-            let aggregate = async move {
-                Ok(collection
-                    .aggregate(stages)
-                    .with_options(aggregate)
-                    .batch()
-                    .await?)
-            };
-            let cursor = deadline.run(&client.pool, aggregate).await?;
+            let retryable = !writes(&stages);
+            let input = (collection, stages, aggregate);
+            let cursor = deadline
+                .run_read(
+                    &client.pool,
+                    retryable,
+                    input,
+                    |(collection, stages, aggregate)| async move {
+                        Ok(collection
+                            .aggregate(stages)
+                            .with_options(aggregate)
+                            .batch()
+                            .await?)
+                    },
+                )
+                .await?;
             client
                 .open_cursor(cursor, false, output, timeout.cursor(deadline), None)
                 .await
@@ -158,8 +174,17 @@ impl NativeCollection {
         let (collection, deadline) = (self.collection.clone(), timeout.start());
         let pool = self.client.pool.clone();
         spawn(env, async move {
-            let count = async move { Ok(collection.count_documents(filter).with_options(count).await?) };
-            Ok(deadline.run(&pool, count).await? as f64)
+            let count = deadline
+                .run_read(
+                    &pool,
+                    true,
+                    (collection, filter, count),
+                    |(collection, filter, count)| async move {
+                        Ok(collection.count_documents(filter).with_options(count).await?)
+                    },
+                )
+                .await?;
+            Ok(count as f64)
         })
     }
 
@@ -183,13 +208,20 @@ impl NativeCollection {
         let (collection, deadline) = (self.collection.clone(), timeout.start());
         let pool = self.client.pool.clone();
         spawn(env, async move {
-            let estimate = async move {
-                Ok(collection
-                    .estimated_document_count()
-                    .with_options(estimate)
-                    .await?)
-            };
-            Ok(deadline.run(&pool, estimate).await? as f64)
+            let estimate = deadline
+                .run_read(
+                    &pool,
+                    true,
+                    (collection, estimate),
+                    |(collection, estimate)| async move {
+                        Ok(collection
+                            .estimated_document_count()
+                            .with_options(estimate)
+                            .await?)
+                    },
+                )
+                .await?;
+            Ok(estimate as f64)
         })
     }
 
@@ -218,8 +250,17 @@ impl NativeCollection {
         let (collection, deadline) = (self.collection.clone(), timeout.start());
         let pool = self.client.pool.clone();
         spawn(env, async move {
-            let distinct = async move { Ok(collection.distinct(key, filter).with_options(distinct).await?) };
-            let values = deadline.run(&pool, distinct).await?;
+            let input = (collection, key, filter, distinct);
+            let values = deadline
+                .run_read(
+                    &pool,
+                    true,
+                    input,
+                    |(collection, key, filter, distinct)| async move {
+                        Ok(collection.distinct(key, filter).with_options(distinct).await?)
+                    },
+                )
+                .await?;
             Ok(doc! { "values": values }.to_vec()?.into())
         })
     }
@@ -239,6 +280,15 @@ pub fn aggregate_options(taken: &mut OperationOptions) -> Result<AggregateOption
     aggregate.selection_criteria = taken.read_preference()?;
     aggregate.read_concern = taken.read_concern()?;
     Ok(aggregate)
+}
+
+/// Whether a pipeline writes (ends with `$out` or `$merge`): such an aggregate is not a
+/// retryable read (the crate's rule, and the official driver's).
+pub fn writes(stages: &[Document]) -> bool {
+    stages
+        .last()
+        .and_then(|stage| stage.keys().next())
+        .is_some_and(|stage| stage == "$out" || stage == "$merge")
 }
 
 pub fn pipeline_from_bytes(bytes: &[u8]) -> Result<Vec<Document>> {

@@ -15,7 +15,7 @@ use napi_derive::napi;
 
 use crate::{
     client_state::ClientState,
-    collection::{aggregate_options, pipeline_from_bytes},
+    collection::{aggregate_options, pipeline_from_bytes, writes},
     cursor::OpenedCursor,
     error::Result,
     format::BatchOutput,
@@ -128,9 +128,18 @@ impl NativeDatabase {
         let (database, client) = (self.database.clone(), self.client.clone());
         let deadline = timeout.start();
         spawn(env, async move {
-            let aggregate =
-                async move { Ok(database.aggregate(stages).with_options(aggregate).batch().await?) };
-            let cursor = deadline.run(&client.pool, aggregate).await?;
+            let retryable = !writes(&stages);
+            let input = (database, stages, aggregate);
+            let cursor = deadline
+                .run_read(
+                    &client.pool,
+                    retryable,
+                    input,
+                    |(database, stages, aggregate)| async move {
+                        Ok(database.aggregate(stages).with_options(aggregate).batch().await?)
+                    },
+                )
+                .await?;
             client
                 .open_cursor(cursor, false, output, timeout.cursor(deadline), None)
                 .await

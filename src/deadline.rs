@@ -32,19 +32,23 @@ use crate::{
 const MAX_TIME_MS_EXPIRED: i32 = 50;
 
 /// The client's defaults: `timeoutMS` and `socketTimeoutMS` from the connection string or the
-/// MongoClient options (zero or absent: no limit).
+/// MongoClient options (zero or absent: no limit), and `retryReads`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClientTimeouts {
     pub operation: Option<Duration>,
     pub socket: Option<Duration>,
+    /// `retryReads` (default true): a read whose round trip exceeded `socketTimeoutMS` is retried
+    /// once (see `Deadline::run_read`).
+    pub retry_reads: bool,
 }
 
 impl ClientTimeouts {
-    pub fn new(timeout_ms: Option<i64>, socket_timeout_ms: Option<i64>) -> Self {
+    pub fn new(timeout_ms: Option<i64>, socket_timeout_ms: Option<i64>, retry_reads: bool) -> Self {
         let limit = |ms: Option<i64>| ms.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64));
         Self {
             operation: limit(timeout_ms),
             socket: limit(socket_timeout_ms),
+            retry_reads,
         }
     }
 
@@ -53,6 +57,7 @@ impl ClientTimeouts {
         OperationTimeout {
             operation: self.operation,
             socket: self.socket,
+            retry_reads: self.retry_reads,
             iteration: false,
         }
         .start()
@@ -88,6 +93,7 @@ impl ClientTimeouts {
         Ok(OperationTimeout {
             operation,
             socket: self.socket,
+            retry_reads: self.retry_reads,
             iteration,
         })
     }
@@ -98,6 +104,7 @@ impl ClientTimeouts {
 pub struct OperationTimeout {
     operation: Option<Duration>,
     socket: Option<Duration>,
+    retry_reads: bool,
     /// `timeoutMode: 'iteration'`: each read of the cursor gets `timeoutMS` of its own; otherwise
     /// (`cursorLifetime`, the default) one deadline covers the command and every getMore.
     iteration: bool,
@@ -110,6 +117,7 @@ impl OperationTimeout {
             at: self.operation.map(|timeout| Instant::now() + timeout),
             timeout: self.operation,
             socket: self.socket,
+            retry_reads: self.retry_reads,
         }
     }
 
@@ -223,9 +231,41 @@ pub struct Deadline {
     at: Option<Instant>,
     timeout: Option<Duration>,
     socket: Option<Duration>,
+    retry_reads: bool,
 }
 
 impl Deadline {
+    /// Runs a retryable read (the command that opens a cursor, a count, a distinct; never a
+    /// getMore or a user's command) under the deadline, as `run`, with the official driver's
+    /// retryable read: a first attempt that exceeded `socketTimeoutMS` (a `MongoNetworkTimeoutError`
+    /// there) is retried once, unless `retryReads` is off or `timeoutMS` expired meanwhile.
+    /// `step` makes an attempt from `input`, which is cloned only when a retry is possible;
+    /// `retryable: false` (an aggregate that writes with `$out` or `$merge`) runs it as `run`.
+    ///
+    /// The one place rumongo retries: the crate retries the failures it sees itself (network
+    /// errors, retryable server codes) within an attempt, but not a socket timeout, which is
+    /// rumongo's (the attempt is abandoned here, and its command fails in the command events).
+    pub async fn run_read<I: Clone, T: Send + 'static, S: Future<Output = Result<T>> + Send + 'static>(
+        &self,
+        pool: &PoolGate,
+        retryable: bool,
+        input: I,
+        step: impl Fn(I) -> S,
+    ) -> Result<T> {
+        if !(retryable && self.retry_reads && self.socket.is_some()) {
+            return self.run(pool, step(input)).await;
+        }
+        match self.run(pool, step(input.clone())).await {
+            Err(Error::SocketTimeout(_)) if !self.expired() => self.run(pool, step(input)).await,
+            result => result,
+        }
+    }
+
+    /// Whether `timeoutMS` has passed.
+    fn expired(&self) -> bool {
+        self.at.is_some_and(|at| at <= Instant::now())
+    }
+
     /// Runs one network step under the deadline. An expired `timeoutMS` fails with
     /// `OperationTimeout` (so does the server's `MaxTimeMSExpired` under a `timeoutMS`); a round
     /// trip longer than `socketTimeoutMS` fails with `SocketTimeout`. The step holds a slot of
