@@ -17,8 +17,8 @@ use crate::{
     cursor::OpenedCursor,
     error::{Error, Result},
     format::BatchOutput,
+    operation::{CursorStart, Opens, Operation},
     options::{document_from_bytes, OperationOptions},
-    task::spawn,
 };
 
 #[napi]
@@ -30,11 +30,6 @@ pub struct NativeCollection {
 impl NativeCollection {
     pub fn new(collection: mongodb::Collection<Document>, client: Arc<ClientState>) -> Self {
         Self { collection, client }
-    }
-
-    /// Fails with a `Closed` error once the client is closed, before any I/O.
-    fn ensure_open(&self) -> Result<()> {
-        self.client.client().map(drop)
     }
 }
 
@@ -51,9 +46,9 @@ impl NativeCollection {
         options: &[u8],
         output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, OpenedCursor>> {
-        self.ensure_open()?;
+        let mut operation = Operation::begin(&self.client, options, "find")?;
         let filter = document_from_bytes(filter)?;
-        let mut taken = OperationOptions::from_bytes(options, "find")?;
+        let taken = &mut operation.options;
         let mut find = FindOptions::default();
         find.projection = taken.document("projection")?;
         find.sort = taken.document("sort")?;
@@ -75,9 +70,8 @@ impl NativeCollection {
         find.no_cursor_timeout = taken.bool("noCursorTimeout")?;
         find.allow_partial_results = taken.bool("allowPartialResults")?;
         let mut single_batch = taken.bool("singleBatch")?.unwrap_or(false);
-        let timeout = self.client.timeouts.take(&mut taken, true)?;
-        taken.finish()?;
-        find.max_time = timeout.max_time(find.max_time);
+        let operation = operation.limits(Opens::Cursor)?;
+        find.max_time = operation.max_time(find.max_time);
         // The crate sends `singleBatch` for a negative limit (CRUD spec); without a limit the
         // cursor itself stops after the first batch.
         if single_batch {
@@ -88,23 +82,21 @@ impl NativeCollection {
         }
         // Positive: enforced on the client too (a negative one asks for a single batch).
         let limit = find.limit.filter(|limit| *limit > 0).map(|limit| limit as u64);
-        let (collection, client) = (self.collection.clone(), self.client.clone());
-        let deadline = timeout.start();
-        spawn(env, async move {
-            let cursor = deadline
-                .run_read(
-                    &client.pool,
-                    true,
-                    (collection, filter, find),
-                    |(collection, filter, find)| async move {
-                        Ok(collection.find(filter).with_options(find).batch().await?)
-                    },
-                )
-                .await?;
-            client
-                .open_cursor(cursor, single_batch, output, timeout.cursor(deadline), limit)
-                .await
-        })
+        let input = (self.collection.clone(), filter, find);
+        let start = CursorStart {
+            output,
+            single_batch,
+            limit,
+        };
+        operation.open_read_cursor(
+            env,
+            true,
+            input,
+            |(collection, filter, find)| async move {
+                Ok(collection.find(filter).with_options(find).batch().await?)
+            },
+            start,
+        )
     }
 
     /// Runs `aggregate`; `pipeline` is a BSON document `{ pipeline: [stage, ...] }`.
@@ -116,36 +108,26 @@ impl NativeCollection {
         options: &[u8],
         output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, OpenedCursor>> {
-        self.ensure_open()?;
+        let mut operation = Operation::begin(&self.client, options, "aggregate")?;
         let stages = pipeline_from_bytes(pipeline)?;
-        let mut taken = OperationOptions::from_bytes(options, "aggregate")?;
-        let mut aggregate = aggregate_options(&mut taken)?;
-        let timeout = self.client.timeouts.take(&mut taken, true)?;
-        taken.finish()?;
-        aggregate.max_time = timeout.max_time(aggregate.max_time);
-        let (collection, client) = (self.collection.clone(), self.client.clone());
-        let deadline = timeout.start();
-        spawn(env, async move {
-            let retryable = !writes(&stages);
-            let input = (collection, stages, aggregate);
-            let cursor = deadline
-                .run_read(
-                    &client.pool,
-                    retryable,
-                    input,
-                    |(collection, stages, aggregate)| async move {
-                        Ok(collection
-                            .aggregate(stages)
-                            .with_options(aggregate)
-                            .batch()
-                            .await?)
-                    },
-                )
-                .await?;
-            client
-                .open_cursor(cursor, false, output, timeout.cursor(deadline), None)
-                .await
-        })
+        let mut aggregate = aggregate_options(&mut operation.options)?;
+        let operation = operation.limits(Opens::Cursor)?;
+        aggregate.max_time = operation.max_time(aggregate.max_time);
+        let retryable = !writes(&stages);
+        let input = (self.collection.clone(), stages, aggregate);
+        operation.open_read_cursor(
+            env,
+            retryable,
+            input,
+            |(collection, stages, aggregate)| async move {
+                Ok(collection
+                    .aggregate(stages)
+                    .with_options(aggregate)
+                    .batch()
+                    .await?)
+            },
+            CursorStart::reading(output),
+        )
     }
 
     /// Counts the documents matching `filter` (an aggregation on the server, as in the official driver).
@@ -156,9 +138,9 @@ impl NativeCollection {
         filter: &[u8],
         options: &[u8],
     ) -> napi::Result<PromiseRaw<'env, f64>> {
-        self.ensure_open()?;
+        let mut operation = Operation::begin(&self.client, options, "countDocuments")?;
         let filter = document_from_bytes(filter)?;
-        let mut taken = OperationOptions::from_bytes(options, "countDocuments")?;
+        let taken = &mut operation.options;
         let mut count = CountOptions::default();
         count.skip = taken.non_negative("skip")?;
         count.limit = taken.non_negative("limit")?;
@@ -168,24 +150,17 @@ impl NativeCollection {
         count.comment = taken.any("comment");
         count.selection_criteria = taken.read_preference()?;
         count.read_concern = taken.read_concern()?;
-        let timeout = self.client.timeouts.take(&mut taken, false)?;
-        taken.finish()?;
-        count.max_time = timeout.max_time(count.max_time);
-        let (collection, deadline) = (self.collection.clone(), timeout.start());
-        let pool = self.client.pool.clone();
-        spawn(env, async move {
-            let count = deadline
-                .run_read(
-                    &pool,
-                    true,
-                    (collection, filter, count),
-                    |(collection, filter, count)| async move {
-                        Ok(collection.count_documents(filter).with_options(count).await?)
-                    },
-                )
-                .await?;
-            Ok(count as f64)
-        })
+        let operation = operation.limits(Opens::NoCursor)?;
+        count.max_time = operation.max_time(count.max_time);
+        let input = (self.collection.clone(), filter, count);
+        operation.run_read(
+            env,
+            input,
+            |(collection, filter, count)| async move {
+                Ok(collection.count_documents(filter).with_options(count).await?)
+            },
+            |count| Ok(count as f64),
+        )
     }
 
     /// The collection's document count from its metadata (`count` command).
@@ -195,34 +170,27 @@ impl NativeCollection {
         env: &'env Env,
         options: &[u8],
     ) -> napi::Result<PromiseRaw<'env, f64>> {
-        self.ensure_open()?;
-        let mut taken = OperationOptions::from_bytes(options, "estimatedDocumentCount")?;
+        let mut operation = Operation::begin(&self.client, options, "estimatedDocumentCount")?;
+        let taken = &mut operation.options;
         let mut estimate = EstimatedDocumentCountOptions::default();
         estimate.max_time = taken.millis("maxTimeMS")?;
         estimate.comment = taken.any("comment");
         estimate.selection_criteria = taken.read_preference()?;
         estimate.read_concern = taken.read_concern()?;
-        let timeout = self.client.timeouts.take(&mut taken, false)?;
-        taken.finish()?;
-        estimate.max_time = timeout.max_time(estimate.max_time);
-        let (collection, deadline) = (self.collection.clone(), timeout.start());
-        let pool = self.client.pool.clone();
-        spawn(env, async move {
-            let estimate = deadline
-                .run_read(
-                    &pool,
-                    true,
-                    (collection, estimate),
-                    |(collection, estimate)| async move {
-                        Ok(collection
-                            .estimated_document_count()
-                            .with_options(estimate)
-                            .await?)
-                    },
-                )
-                .await?;
-            Ok(estimate as f64)
-        })
+        let operation = operation.limits(Opens::NoCursor)?;
+        estimate.max_time = operation.max_time(estimate.max_time);
+        let input = (self.collection.clone(), estimate);
+        operation.run_read(
+            env,
+            input,
+            |(collection, estimate)| async move {
+                Ok(collection
+                    .estimated_document_count()
+                    .with_options(estimate)
+                    .await?)
+            },
+            |count| Ok(count as f64),
+        )
     }
 
     /// The distinct values of `key`, as a BSON document `{ values: [...] }` for the JS decoder.
@@ -234,9 +202,9 @@ impl NativeCollection {
         filter: &[u8],
         options: &[u8],
     ) -> napi::Result<PromiseRaw<'env, Buffer>> {
-        self.ensure_open()?;
+        let mut operation = Operation::begin(&self.client, options, "distinct")?;
         let filter = document_from_bytes(filter)?;
-        let mut taken = OperationOptions::from_bytes(options, "distinct")?;
+        let taken = &mut operation.options;
         let mut distinct = DistinctOptions::default();
         distinct.max_time = taken.millis("maxTimeMS")?;
         distinct.collation = taken.collation()?;
@@ -244,25 +212,17 @@ impl NativeCollection {
         distinct.hint = taken.hint()?;
         distinct.selection_criteria = taken.read_preference()?;
         distinct.read_concern = taken.read_concern()?;
-        let timeout = self.client.timeouts.take(&mut taken, false)?;
-        taken.finish()?;
         // No maxTimeMS derived from timeoutMS here: FerretDB rejects the field on `distinct`.
-        let (collection, deadline) = (self.collection.clone(), timeout.start());
-        let pool = self.client.pool.clone();
-        spawn(env, async move {
-            let input = (collection, key, filter, distinct);
-            let values = deadline
-                .run_read(
-                    &pool,
-                    true,
-                    input,
-                    |(collection, key, filter, distinct)| async move {
-                        Ok(collection.distinct(key, filter).with_options(distinct).await?)
-                    },
-                )
-                .await?;
-            Ok(doc! { "values": values }.to_vec()?.into())
-        })
+        let operation = operation.limits(Opens::NoCursor)?;
+        let input = (self.collection.clone(), key, filter, distinct);
+        operation.run_read(
+            env,
+            input,
+            |(collection, key, filter, distinct)| async move {
+                Ok(collection.distinct(key, filter).with_options(distinct).await?)
+            },
+            |values| Ok(doc! { "values": values }.to_vec()?.into()),
+        )
     }
 }
 

@@ -19,8 +19,7 @@ use crate::{
     cursor::OpenedCursor,
     error::Result,
     format::BatchOutput,
-    options::OperationOptions,
-    task::spawn,
+    operation::{CursorStart, Opens, Operation},
 };
 
 #[napi]
@@ -33,12 +32,11 @@ impl NativeDatabase {
     pub fn new(database: mongodb::Database, client: Arc<ClientState>) -> Self {
         Self { database, client }
     }
+}
 
-    /// The command as the raw BSON built by js-bson: every value (Long, Decimal128, ...) intact.
-    fn command(&self, command: &[u8]) -> Result<RawDocumentBuf> {
-        self.client.client()?;
-        Ok(RawDocumentBuf::from_bytes(command.to_vec())?)
-    }
+/// The command as the raw BSON built by js-bson: every value (Long, Decimal128, ...) intact.
+fn command_from_bytes(command: &[u8]) -> Result<RawDocumentBuf> {
+    Ok(RawDocumentBuf::from_bytes(command.to_vec())?)
 }
 
 #[napi]
@@ -52,24 +50,19 @@ impl NativeDatabase {
         command: Buffer,
         options: Buffer,
     ) -> napi::Result<PromiseRaw<'env, Buffer>> {
-        let command = self.command(&command)?;
-        let mut taken = OperationOptions::from_bytes(&options, "command")?;
-        let selection_criteria = taken.read_preference()?;
-        let timeout = self.client.timeouts.take(&mut taken, false)?;
-        taken.finish()?;
-        let (database, deadline) = (self.database.clone(), timeout.start());
-        let pool = self.client.pool.clone();
-        spawn(env, async move {
-            let run = async move {
-                let mut run = database.run_raw_command(command);
-                if let Some(criteria) = selection_criteria {
-                    run = run.selection_criteria(criteria);
-                }
-                Ok(run.await?)
-            };
-            let reply = deadline.run(&pool, run).await?;
-            Ok(reply.to_vec()?.into())
-        })
+        let mut operation = Operation::begin(&self.client, &options, "command")?;
+        let command = command_from_bytes(&command)?;
+        let selection_criteria = operation.options.read_preference()?;
+        let operation = operation.limits(Opens::NoCursor)?;
+        let database = self.database.clone();
+        let run = async move {
+            let mut run = database.run_raw_command(command);
+            if let Some(criteria) = selection_criteria {
+                run = run.selection_criteria(criteria);
+            }
+            Ok(run.await?)
+        };
+        operation.run(env, run, |reply| Ok(reply.to_vec()?.into()))
     }
 
     /// Runs a command that opens a cursor (`listCollections`, `listIndexes`, `aggregate: 1`) and
@@ -83,29 +76,23 @@ impl NativeDatabase {
         options: Buffer,
         output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, OpenedCursor>> {
-        let command = self.command(&command)?;
-        let mut taken = OperationOptions::from_bytes(&options, "command")?;
+        let mut operation = Operation::begin(&self.client, &options, "command")?;
+        let command = command_from_bytes(&command)?;
+        let taken = &mut operation.options;
         let mut cursor_options = RunCursorCommandOptions::default();
         cursor_options.batch_size = taken.batch_size()?;
         cursor_options.comment = taken.any("comment");
         cursor_options.selection_criteria = taken.read_preference()?;
-        let timeout = self.client.timeouts.take(&mut taken, true)?;
-        taken.finish()?;
-        let (database, client) = (self.database.clone(), self.client.clone());
-        let deadline = timeout.start();
-        spawn(env, async move {
-            let open = async move {
-                Ok(database
-                    .run_raw_cursor_command(command)
-                    .with_options(cursor_options)
-                    .batch()
-                    .await?)
-            };
-            let cursor = deadline.run(&client.pool, open).await?;
-            client
-                .open_cursor(cursor, false, output, timeout.cursor(deadline), None)
-                .await
-        })
+        let operation = operation.limits(Opens::Cursor)?;
+        let database = self.database.clone();
+        let open = async move {
+            Ok(database
+                .run_raw_cursor_command(command)
+                .with_options(cursor_options)
+                .batch()
+                .await?)
+        };
+        operation.open_cursor(env, open, CursorStart::reading(output))
     }
 
     /// Runs a database-level `aggregate` (`aggregate: 1`); `pipeline` is a BSON document
@@ -118,31 +105,21 @@ impl NativeDatabase {
         options: Buffer,
         output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, OpenedCursor>> {
-        self.client.client()?;
+        let mut operation = Operation::begin(&self.client, &options, "aggregate")?;
         let stages = pipeline_from_bytes(&pipeline)?;
-        let mut taken = OperationOptions::from_bytes(&options, "aggregate")?;
-        let mut aggregate = aggregate_options(&mut taken)?;
-        let timeout = self.client.timeouts.take(&mut taken, true)?;
-        taken.finish()?;
-        aggregate.max_time = timeout.max_time(aggregate.max_time);
-        let (database, client) = (self.database.clone(), self.client.clone());
-        let deadline = timeout.start();
-        spawn(env, async move {
-            let retryable = !writes(&stages);
-            let input = (database, stages, aggregate);
-            let cursor = deadline
-                .run_read(
-                    &client.pool,
-                    retryable,
-                    input,
-                    |(database, stages, aggregate)| async move {
-                        Ok(database.aggregate(stages).with_options(aggregate).batch().await?)
-                    },
-                )
-                .await?;
-            client
-                .open_cursor(cursor, false, output, timeout.cursor(deadline), None)
-                .await
-        })
+        let mut aggregate = aggregate_options(&mut operation.options)?;
+        let operation = operation.limits(Opens::Cursor)?;
+        aggregate.max_time = operation.max_time(aggregate.max_time);
+        let retryable = !writes(&stages);
+        let input = (self.database.clone(), stages, aggregate);
+        operation.open_read_cursor(
+            env,
+            retryable,
+            input,
+            |(database, stages, aggregate)| async move {
+                Ok(database.aggregate(stages).with_options(aggregate).batch().await?)
+            },
+            CursorStart::reading(output),
+        )
     }
 }

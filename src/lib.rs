@@ -13,6 +13,7 @@ mod error;
 mod events;
 mod format;
 mod handover;
+mod operation;
 mod options;
 mod raw;
 mod task;

@@ -4,7 +4,6 @@
  */
 import type { Document } from 'bson'
 import type { RunCommandOptions } from './commands.js'
-import type { Db } from './db.js'
 
 /** Options of `admin.listDatabases()`. */
 export interface ListDatabasesOptions extends RunCommandOptions {
@@ -15,12 +14,21 @@ export interface ListDatabasesOptions extends RunCommandOptions {
   comment?: unknown
 }
 
+/**
+ * What `Admin` runs its commands on: the `admin` database's `Db`. Declared here rather than
+ * imported, so that admin.ts does not depend on db.ts, which creates it.
+ * @internal
+ */
+export interface CommandRunner {
+  command(command: Document, options?: RunCommandOptions): Promise<Document>
+}
+
 /** The admin database's commands. Get it with `db.admin()`. */
 export class Admin {
-  readonly #db: Db
+  readonly #db: CommandRunner
 
   /** @internal Created by `Db.admin`. */
-  constructor(db: Db) {
+  constructor(db: CommandRunner) {
     this.#db = db
   }
 

@@ -7,7 +7,6 @@ import { EventEmitter } from 'node:events'
 import { deserialize, Long, type Document, type ObjectId } from 'bson'
 import { translateNativeError } from './errors.js'
 import { monitoringEventNames } from './native.cjs'
-import type { CommandLogger } from './logging.js'
 import type { CommandTracer } from './telemetry.js'
 
 /** A listener of any event. */
@@ -559,6 +558,18 @@ export type MongoClientEvents = {
   [Name in MonitoringEventName]: (event: InstanceType<(typeof EVENT_CLASSES)[Name]>) => void
 }
 
+/** A command monitoring event. */
+export type CommandEvent = CommandStartedEvent | CommandSucceededEvent | CommandFailedEvent
+
+/**
+ * Where a client's command events are logged (`CommandLogger` in logging.ts, which depends on
+ * the events, not the other way round).
+ * @internal
+ */
+export interface CommandLog {
+  log(event: CommandEvent): void
+}
+
 /**
  * Turns the native event documents of one client into events emitted on it, and keeps the native
  * side told which events have listeners, so that no other event crosses into JS.
@@ -574,14 +585,14 @@ export class ClientMonitor {
   /** Whether command events are emitted (`monitorCommands`). */
   readonly #monitorCommands: boolean
   /** Writes the structured command log, when it is on: command events then cross for it. */
-  readonly #logger: CommandLogger | null
+  readonly #logger: CommandLog | null
   /** How many events crossed from the native client: tests prove none cross without listeners. */
   crossings = 0
 
   constructor(
     emitter: EventEmitter,
     onMask: (mask: number) => void,
-    options: { monitorCommands: boolean; logger: CommandLogger | null },
+    options: { monitorCommands: boolean; logger: CommandLog | null },
   ) {
     this.#emitter = emitter
     this.#onMask = onMask
@@ -651,7 +662,7 @@ export class ClientMonitor {
     }
     const name = (event as { name: MonitoringEventName }).name
     if (this.#logger && COMMAND_EVENT_NAMES.has(name)) {
-      this.#logger.log(event as CommandStartedEvent | CommandSucceededEvent | CommandFailedEvent)
+      this.#logger.log(event as CommandEvent)
     }
     if (COMMAND_EVENT_NAMES.has(name) && !this.#monitorCommands) return
     try {

@@ -8,7 +8,7 @@
  */
 import { inspect } from 'node:util'
 import { EJSON, type Document } from 'bson'
-import type { CommandFailedEvent, CommandStartedEvent, CommandSucceededEvent } from './events.js'
+import type { CommandEvent, CommandLog } from './events.js'
 
 /** The official driver's severity levels, most severe first. */
 const SEVERITIES = [
@@ -98,7 +98,7 @@ function stringifyWithMaxLength(value: unknown, maxLength: number): string {
 }
 
 /** Writes one client's command log. */
-export class CommandLogger {
+export class CommandLogger implements CommandLog {
   readonly #destination: MongoDBLogWritable
   readonly #maxDocumentLength: number
   #pending: PromiseLike<unknown> | null = null
@@ -123,7 +123,7 @@ export class CommandLogger {
     return new CommandLogger(destination(options.mongodbLogPath, env), maxDocumentLength)
   }
 
-  log(event: CommandStartedEvent | CommandSucceededEvent | CommandFailedEvent): void {
+  log(event: CommandEvent): void {
     if (this.#halted) return
     const log: Log = {}
     log.t = new Date()
