@@ -282,11 +282,16 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /**
    * The next document, or `null` when there are no more.
-   * @throws MongoCursorExhaustedError once the cursor is closed, or after a read failed.
+   * @throws MongoCursorExhaustedError once the cursor is closed while the server still held it
+   * (closed before its first read or after its end, it says `null`, as in the official driver), or
+   * after a read failed.
    */
   async next(): Promise<TSchema | null> {
     this.#throwIfFailed()
-    if (this.#state === 'closed') throw new MongoCursorExhaustedError()
+    if (this.#state === 'closed') {
+      if (this.#killed) throw new MongoCursorExhaustedError()
+      return null
+    }
     do {
       const document = this.#takeBuffered()
       if (document !== NO_DOCUMENT) return document
@@ -405,8 +410,16 @@ export abstract class AbstractCursor<TSchema = Document>
     return Readable.from(this)
   }
 
+  /**
+   * `for await` (and `forEach()`, `stream()`): the documents until the end, none once the cursor
+   * is closed, even mid-loop (as in the official driver); a failed read rejects.
+   */
   [Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void> {
-    return new CursorIterator(this, () => this.#takeBuffered())
+    const iterated = {
+      next: () => (this.#state === 'closed' ? Promise.resolve(null) : this.next()),
+      close: () => this.close(),
+    }
+    return new CursorIterator(iterated, () => this.#takeBuffered())
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
