@@ -9,9 +9,11 @@ import type { ResolvedBSONOptions } from '../bson.js'
 import { DOCUMENTS, type BatchFormat } from '../format/index.js'
 import {
   callNative,
+  MongoClientClosedError,
   MongoCursorExhaustedError,
   MongoCursorInUseError,
   MongoInvalidArgumentError,
+  MongoNotConnectedError,
 } from '../errors.js'
 import {
   type BatchOutput,
@@ -477,9 +479,16 @@ export abstract class AbstractCursor<TSchema = Document>
         }
         this.#request(native)
       }
-      const batch = await this.#ahead.shift()!.catch((error: unknown) => {
-        this.#fail(error)
-        throw error
+      const request = this.#ahead.shift()!
+      // A batch fetched ahead that the client's close() interrupted before this read asked for
+      // it: the read began after close(), and fails as any operation after close() does.
+      const closedBefore = interruptedAhead.has(request)
+        ? new MongoNotConnectedError('Client must be connected before running operations')
+        : undefined
+      const batch = await request.catch((error: unknown) => {
+        const failure = closedBefore ?? error
+        this.#fail(failure)
+        throw failure
       })
       if (this.#state !== 'open') return false
       if (batch === null) {
@@ -534,10 +543,16 @@ export abstract class AbstractCursor<TSchema = Document>
     const lastBatch = () => {
       if (this.#native === native) this.#serverHasMore = false
     }
-    request.then((batch) => {
-      if (batch === null || !batch.hasMore) lastBatch()
+    request.then(
+      (batch) => {
+        if (batch === null || !batch.hasMore) lastBatch()
+      },
       // A prefetch the cursor never awaits (closed first) must not become an unhandled rejection.
-    }, lastBatch)
+      (error: unknown) => {
+        lastBatch()
+        if (error instanceof MongoClientClosedError) interruptedAhead.add(request)
+      },
+    )
   }
 
   /** Stops reading: the native cursor is drained, or dropped after a failure. */
@@ -585,6 +600,9 @@ export abstract class AbstractCursor<TSchema = Document>
 
 /** What `CursorIterator` reads: any cursor's `next()` and `close()`. */
 type IteratedCursor<T> = { next(): Promise<T | null>; close(): Promise<void> }
+
+/** Batches requested ahead whose request the client's `close()` interrupted (see `#fetchNonEmptyBatch`). */
+const interruptedAhead = new WeakSet<Promise<unknown>>()
 
 /** What a cursor's `takeBuffered` returns when the next document needs `next()`. */
 const NO_DOCUMENT = Symbol('no document')
