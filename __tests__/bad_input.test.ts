@@ -40,10 +40,12 @@ let closedClient: MongoClient
 let items: Collection
 let closedItems: Collection
 let closedCursor: FindCursor
+let killedCursor: FindCursor
 let model: Model
 /** Served by rumongo, never compared: its errors are rumongo's (served by the official driver, the official driver's). */
 let shadowed: ShadowCollection
 let closedShadowCursor: ShadowCursor
+let killedShadowCursor: ShadowCursor
 
 beforeAll(async () => {
   const official = await OfficialClient.connect(uri)
@@ -61,10 +63,16 @@ beforeAll(async () => {
   closedCursor = items.find({})
   await closedCursor.next()
   await closedCursor.close()
+  killedCursor = items.find({}, { batchSize: 1 })
+  await killedCursor.next()
+  await killedCursor.close()
   shadowed = shadow(items, items, { serve: 'rumongo', sampleRate: 0 })
   closedShadowCursor = shadowed.find({})
   await closedShadowCursor.next()
   await closedShadowCursor.close()
+  killedShadowCursor = shadowed.find({}, { batchSize: 1 })
+  await killedShadowCursor.next()
+  await killedShadowCursor.close()
 })
 
 afterAll(async () => {
@@ -218,13 +226,12 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ['cursor.forEach', 'a non-function', () => items.find().forEach(any(null)), INVALID],
   ['cursor.limit', 'a started cursor', () => started().limit(1), IN_USE],
   ['cursor.map', 'a started cursor', () => started().map((x) => x), IN_USE],
-  ['cursor.next', 'a closed cursor', () => closedCursor.next(), EXHAUSTED],
-  ['cursor.tryNext', 'a closed cursor', () => closedCursor.tryNext(), EXHAUSTED],
+  ['cursor.next', 'a cursor closed while open on the server', () => killedCursor.next(), EXHAUSTED],
+  ['cursor.tryNext', 'a cursor closed while open on the server', () => killedCursor.tryNext(), EXHAUSTED],
   ['cursor.nextBatch', 'a closed cursor', () => closedCursor.nextBatch(), EXHAUSTED],
   ['cursor.prefetch', 'a string', () => items.find().prefetch(any('2')), INVALID],
   ['cursor.prefetch', 'a started cursor', () => started().prefetch(2), IN_USE],
   ['cursor.sort', 'a closed cursor', () => closedCursor.sort({ a: 1 }), IN_USE],
-  ['cursor.stream', 'a closed cursor', () => drain(closedCursor.stream()), EXHAUSTED],
   ['cursor.readBufferedDocuments', 'a negative count', () => started().readBufferedDocuments(-1), INVALID],
   [
     'cursor.readBufferedDocuments',
@@ -297,8 +304,12 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ['ShadowCursor.project', 'a string', () => shadowed.find().project(any('a')), INVALID],
   ['ShadowCursor.batchSize', 'a string', () => shadowed.find().batchSize(any('1')), INVALID],
   ['ShadowCursor.limit', 'a closed cursor', () => closedShadowCursor.limit(1), IN_USE],
-  ['ShadowCursor.next', 'a closed cursor', () => closedShadowCursor.next(), EXHAUSTED],
-  ['ShadowCursor.stream', 'a closed cursor', () => drain(closedShadowCursor.stream()), EXHAUSTED],
+  [
+    'ShadowCursor.next',
+    'a cursor closed while open on the server',
+    () => killedShadowCursor.next(),
+    EXHAUSTED,
+  ],
   // firstDifference
   ['firstDifference', 'null options', () => firstDifference(1, 2, any(null)), INVALID],
   [
@@ -358,6 +369,13 @@ describe('bad input: one row per public method and bad input', () => {
   })
 
   it('documented behaviour, not errors: clone, rewind and connect on a closed cursor or client', async () => {
+    // A closed cursor's reads end quietly (next() says null once its server cursor was done), as
+    // in the official driver.
+    expect(await closedCursor.next()).toBeNull()
+    expect(await closedCursor.tryNext()).toBeNull()
+    await drain(closedCursor.stream())
+    expect(await closedShadowCursor.next()).toBeNull()
+    await drain(closedShadowCursor.stream())
     // A closed cursor's clone() and rewind() run the query again, as in the official driver.
     expect(await closedCursor.clone().toArray()).toHaveLength(3)
     const rewound = items.find({})

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Long, MongoClient as OfficialClient, type Document } from 'mongodb'
 import {
+  type AbstractCursor,
   BSON,
   type FindCursorOptions,
   isLazyDocument,
@@ -154,6 +155,69 @@ describe('findCursor on the real server', () => {
     // Another projection has its own size, and a caller's batchSize wins.
     expect(await batchSizes({ projection: { n: 1 } })).toEqual([100])
     expect(await batchSizes({ batchSize: 40 })).toEqual([40, 40, 20])
+  })
+
+  it('a closed cursor reads as the official one in every iteration form', async () => {
+    const forms: [string, (cursor: AbstractCursor<Document>) => Promise<unknown>][] = [
+      [
+        'for await',
+        async (cursor) => {
+          const documents = []
+          for await (const document of cursor) documents.push(document)
+          return documents
+        },
+      ],
+      ['next', (cursor) => cursor.next()],
+      ['hasNext', (cursor) => cursor.hasNext()],
+      ['tryNext', (cursor) => cursor.tryNext()],
+      ['toArray', (cursor) => cursor.toArray()],
+      [
+        'forEach',
+        async (cursor) => {
+          const documents: Document[] = []
+          await cursor.forEach((document) => void documents.push(document))
+          return documents
+        },
+      ],
+      ['stream', (cursor) => cursor.stream().toArray()],
+    ]
+    // Closed before any read, with the server cursor open (killed by close()), after the end.
+    const states: [string, (cursor: AbstractCursor<Document>) => Promise<unknown>][] = [
+      ['unread', async () => {}],
+      ['open on the server', (cursor) => cursor.next()],
+      ['exhausted', (cursor) => cursor.toArray()],
+    ]
+    const outcome = (read: Promise<unknown>) =>
+      read.then(
+        (value) => ({ value }),
+        (error: Error) => ({ error: error.constructor.name, message: error.message }),
+      )
+    const few = { n: { $lt: 12 } }
+    const seen: Record<string, { official: unknown; rumongo: unknown }> = {}
+    for (const [form, read] of forms) {
+      for (const [state, reach] of states) {
+        const both = {
+          official: theirs().find(few, { batchSize: 5 }),
+          rumongo: ours().find(few, { batchSize: 5 }),
+        }
+        const result = { official: undefined as unknown, rumongo: undefined as unknown }
+        for (const driver of ['official', 'rumongo'] as const) {
+          const cursor = both[driver] as unknown as AbstractCursor<Document>
+          await reach(cursor)
+          await cursor.close()
+          result[driver] = await outcome(read(cursor))
+        }
+        seen[`${form}, ${state}`] = result
+      }
+    }
+    for (const [name, { official, rumongo }] of Object.entries(seen)) expect(rumongo, name).toEqual(official)
+    // The official driver's rule, which the comparison covers: reads end quietly, but next() and
+    // tryNext() of a cursor killed by close() reject.
+    expect(seen['for await, open on the server']!.official).toEqual({ value: [] })
+    expect(seen['next, open on the server']!.official).toEqual({
+      error: 'MongoCursorExhaustedError',
+      message: 'Cursor is exhausted',
+    })
   })
 
   it('a cursor closed while it opens, then rewound, reads its results once', async () => {

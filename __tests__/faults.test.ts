@@ -8,10 +8,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { inspect, promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Long, type Document } from 'bson'
 import { MongoClient as OfficialClient } from 'mongodb'
 import {
   MongoClient,
   MongoCursorExhaustedError,
+  MongoClientClosedError,
   MongoError,
   MongoInvalidArgumentError,
   MongoNetworkError,
@@ -25,6 +27,7 @@ import {
 // @ts-expect-error: a plain ESM script without types
 import { freePort, startDevdb } from '../scripts/devdb.mjs'
 import { uniqueDbName, uri } from './setup/helpers.js'
+import { startWireServer } from './setup/wire_server.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const NO_HANG_MS = 10_000
@@ -533,6 +536,224 @@ describe('unreachable servers and credentials', () => {
         expect(shown).not.toContain(authSecret)
       }
       await client.close()
+    })
+  })
+})
+
+describe('close() while the server never answers (fake wire server)', () => {
+  /**
+   * A server that answers only finds, with the first batch of a cursor (ids from 77 on), and never
+   * anything else.
+   */
+  const silentServer = () => {
+    let cursorId = 77n
+    return startWireServer({
+      answer: (command) =>
+        'find' in command
+          ? {
+              cursor: {
+                id: Long.fromBigInt(cursorId++),
+                ns: 'faults.items',
+                firstBatch: items().slice(0, 2),
+              },
+              ok: 1,
+            }
+          : null,
+    })
+  }
+
+  /** What a read that was pending when the client closed settled with. */
+  const outcomeOf = ({ value, error, hung }: Outcome<unknown>) =>
+    hung
+      ? 'still pending'
+      : error instanceof Error
+        ? {
+            class: error.constructor.name,
+            name: error.name,
+            message: error.message,
+            code: (error as MongoError).code,
+          }
+        : { value }
+
+  it('resolves at once, rejects the reads in flight as the official driver does and kills the open cursor', async () => {
+    const seen: Record<string, unknown> = {}
+    for (const [driver, Client] of [
+      ['official', OfficialClient],
+      ['rumongo', MongoClient],
+    ] as const) {
+      const server = await silentServer()
+      try {
+        const client = await (Client as typeof MongoClient).connect(server.uri)
+        const coll = itemsOf(client)
+        const cursor = coll.find({}, { batchSize: 2 })
+        expect([await cursor.next(), await cursor.next()]).toEqual(items().slice(0, 2))
+        const idle = coll.find({}, { batchSize: 2 })
+        expect(await idle.next()).toEqual(items()[0])
+        const reads = {
+          getMore: settle(cursor.next()),
+          countDocuments: settle(coll.countDocuments({})),
+          estimatedDocumentCount: settle(coll.estimatedDocumentCount()),
+          distinct: settle(coll.distinct('group')),
+          aggregate: settle(coll.aggregate([]).toArray()),
+        }
+        await sleep(200) // every read reaches the server
+        const started = Date.now()
+        const closed = await settle(client.close())
+        const outcomes = Object.fromEntries(
+          await Promise.all(Object.entries(reads).map(async ([name, read]) => [name, outcomeOf(await read)])),
+        )
+        seen[driver] = {
+          closeHung: closed.hung,
+          closedFast: Date.now() - started < 2_000,
+          outcomes,
+          killed: [...server.killed].sort(),
+        }
+      } finally {
+        await server.stop()
+      }
+    }
+    const closedError = {
+      class: 'MongoClientClosedError',
+      name: 'MongoClientClosedError',
+      message: 'Operation interrupted because client was closed',
+      code: undefined,
+    }
+    expect(seen.official).toMatchObject({ closeHung: false, closedFast: true })
+    expect(Object.values((seen.official as { outcomes: object }).outcomes)).toEqual(
+      Array(5).fill(closedError),
+    )
+    // The official driver kills the idle cursor only; rumongo also kills the one whose getMore was
+    // interrupted (the crate kills a dropped cursor), so that it does not linger on the server.
+    expect(seen.official).toMatchObject({ killed: [78n] })
+    expect(seen.rumongo).toEqual({ ...(seen.official as object), killed: [77n, 78n] })
+    expect(MongoClientClosedError.name).toBe(closedError.class)
+  })
+
+  it('lets the process exit by itself right after close(), with a read left pending on the server', async () => {
+    const server = await silentServer()
+    try {
+      const { stdout } = await promisify(execFile)(
+        process.execPath,
+        [
+          '-e',
+          `const { MongoClient } = require('rumongo')
+           MongoClient.connect(process.env.URI).then(async (client) => {
+             const count = client.db('faults').collection('items').countDocuments({})
+             count.catch((error) => console.log(error.name))
+             setTimeout(() => client.close().then(() => console.log(Date.now())), 200)
+           })`,
+        ],
+        { cwd: root, env: { ...process.env, URI: server.uri }, timeout: 20_000 },
+      )
+      const [rejection, closedAt] = stdout.trim().split('\n')
+      expect(rejection).toBe('MongoClientClosedError')
+      expect(Date.now() - Number(closedAt)).toBeLessThan(3_000)
+    } finally {
+      await server.stop()
+    }
+  })
+})
+
+describe('retryable reads after a socket timeout (fake wire server)', () => {
+  /** The server's answers once it answers: a find or aggregate opens a cursor of 2 + 2 documents. */
+  const answered = (command: Document): Document => {
+    const name = Object.keys(command)[0]
+    const cursor = (id: number, key: string, batch: Item[]) => ({
+      cursor: { id: Long.fromNumber(id), ns: 'faults.items', [key]: batch },
+      ok: 1,
+    })
+    // countDocuments' pipeline ends with a $group that counts.
+    if (name === 'aggregate' && command.pipeline.some((stage: Document) => '$group' in stage))
+      return {
+        ...cursor(0, 'firstBatch', []),
+        cursor: { id: Long.ZERO, ns: 'faults.items', firstBatch: [{ _id: 1, n: ITEMS }] },
+      }
+    if (name === 'find' || name === 'aggregate') return cursor(77, 'firstBatch', items().slice(0, 2))
+    if (name === 'getMore') return cursor(0, 'nextBatch', items().slice(2, 4))
+    if (name === 'count') return { n: ITEMS, ok: 1 }
+    if (name === 'distinct') return { values: [0, 1, 2, 3], ok: 1 }
+    return { ok: 1 }
+  }
+
+  /**
+   * Runs `read` with `driver` on a server that leaves the first `failing` command unanswered;
+   * returns what the read gave, how many `failing` commands the server got and the command events
+   * of `failing`.
+   */
+  async function attempts(
+    Client: typeof MongoClient,
+    query: string,
+    failing: string,
+    read: (client: MongoClient) => Promise<unknown>,
+  ) {
+    let unanswered = 1
+    const server = await startWireServer({
+      answer: (command) =>
+        Object.keys(command)[0] === failing && unanswered-- > 0 ? null : answered(command),
+    })
+    const client = new Client(withQuery(server.uri, query), { monitorCommands: true })
+    const events: string[] = []
+    for (const name of ['commandStarted', 'commandFailed', 'commandSucceeded'] as const)
+      client.on(name, (event: { commandName: string; failure?: Error }) => {
+        if (event.commandName === failing) events.push(`${name} ${event.failure?.name ?? ''}`.trim())
+      })
+    try {
+      await client.connect()
+      const outcome = await settle(read(client))
+      const result = outcome.error ? (outcome.error as Error).name : outcome.value
+      // A command event of the abandoned attempt may come after the read settled.
+      await sleep(100)
+      return { result, sent: server.received(failing).length, events }
+    } finally {
+      await client.close()
+      await server.stop()
+    }
+  }
+
+  const reads: [string, string, (client: MongoClient) => Promise<unknown>][] = [
+    ['find', 'find', (client) => itemsOf(client).find({}, { batchSize: 2 }).toArray()],
+    ['findOne', 'find', (client) => itemsOf(client).findOne({})],
+    ['aggregate', 'aggregate', (client) => itemsOf(client).aggregate([], { batchSize: 2 }).toArray()],
+    ['countDocuments', 'aggregate', (client) => itemsOf(client).countDocuments({})],
+    ['estimatedDocumentCount', 'count', (client) => itemsOf(client).estimatedDocumentCount()],
+    ['distinct', 'distinct', (client) => itemsOf(client).distinct('group')],
+    ['a database aggregate', 'aggregate', (client) => client.db('faults').aggregate([]).toArray()],
+    [
+      'a getMore (never retried)',
+      'getMore',
+      (client) => itemsOf(client).find({}, { batchSize: 2 }).toArray(),
+    ],
+    ['a command (never retried)', 'count', (client) => client.db('faults').command({ count: 'items' })],
+  ]
+
+  it.each(reads)(
+    '%s: retried as by the official driver, with the events of every attempt',
+    async (_, failing, read) => {
+      const official = await attempts(OfficialClient as never, 'socketTimeoutMS=300', failing, read)
+      const ours = await attempts(MongoClient, 'socketTimeoutMS=300', failing, read)
+      const retried = !_.includes('never retried')
+      expect(official.sent).toBe(retried ? 2 : 1)
+      expect(official.events.slice(0, 2)).toEqual([
+        'commandStarted',
+        'commandFailed MongoNetworkTimeoutError',
+      ])
+      expect(ours).toEqual(official)
+    },
+  )
+
+  it('not with retryReads=false; within timeoutMS as the official driver; not once timeoutMS expired', async () => {
+    const find = (client: MongoClient) => itemsOf(client).find({}).toArray()
+    for (const query of ['socketTimeoutMS=300&retryReads=false', 'socketTimeoutMS=300&timeoutMS=1000']) {
+      const official = await attempts(OfficialClient as never, query, 'find', find)
+      expect(official.sent, query).toBe(query.includes('retryReads=false') ? 1 : 2)
+      expect(await attempts(MongoClient, query, 'find', find), query).toEqual(official)
+    }
+    // The socket timeout is the operation's: nothing left to retry in. (The official driver, whose
+    // two timers race here, sometimes retries past its timeoutMS.)
+    expect(await attempts(MongoClient, 'socketTimeoutMS=300&timeoutMS=300', 'find', find)).toEqual({
+      result: 'MongoOperationTimeoutError',
+      sent: 1,
+      events: ['commandStarted', 'commandFailed MongoOperationTimeoutError'],
     })
   })
 })

@@ -436,6 +436,30 @@ describe('shadow mode on a real server', () => {
     expect(orders.stats()).toMatchObject({ compared: 0, errors: { official: 0, rumongo: 0 } })
   })
 
+  it('reports results that cannot be compared (firstDifference throws) as a mismatch', async () => {
+    // No server sends a cyclic document; a side that hands one out makes the comparison throw.
+    const cyclic = () => {
+      const document: Document = { n: 1 }
+      document.self = document
+      return document
+    }
+    const reports: ShadowMismatchReport[] = []
+    const orders = shadow(
+      double(officialSide('orders'), { alter: cyclic }),
+      double(rumongo('orders'), { alter: cyclic }),
+      { sampleRate: 1, onMismatch: (report) => void reports.push(report) },
+    )
+    expect((await orders.findOne({ n: 1 }))!.n).toBe(1)
+    await orders.flush()
+    expect(orders.stats()).toMatchObject({ compared: 1, mismatches: 1, errors: { callbacks: 0 } })
+    expect(reports).toHaveLength(1)
+    expect(reports[0]).toMatchObject({ operation: 'findOne', path: '$', reason: 'uncomparable' })
+    expect(reports[0]!.error).toBeInstanceOf(MongoInvalidArgumentError)
+    expect((reports[0]!.error as Error).message).toBe(
+      'firstDifference: the values are nested too deeply (or cyclic)',
+    )
+  })
+
   it('swallows and counts errors of the callbacks', async () => {
     const alter = () => 0
     const orders = shadow(officialSide('orders'), double(rumongo('orders'), { alter }), {

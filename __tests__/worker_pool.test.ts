@@ -7,16 +7,19 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import type { WorkerOptions } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Collection as OfficialCollection, Document } from 'mongodb'
+import { MongoClient as OfficialClient, type Collection as OfficialCollection, type Document } from 'mongodb'
 import {
   ErrorCode,
+  MongoClient,
   MongoError,
   MongoInvalidArgumentError,
+  MongoNetworkError,
   MongoOperationTimeoutError,
   MongoParseError,
   MongoServerError,
   MongoServerSelectionError,
   MongoWorkerPoolError,
+  TopologyDescription,
   WorkerPool,
 } from 'rumongo'
 import { connectBoth, expectIdentical, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
@@ -448,11 +451,26 @@ describe('errors', () => {
     expect(error.code).toBe(ErrorCode.Parse)
   })
 
-  it('rejects create() with the connection error when the server is unreachable', async () => {
-    const error = await rejection(
-      WorkerPool.create({ uri: 'mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=300', size: 1 }),
-    )
+  it('rejects create() with the connection error when the server is unreachable, its reason kept', async () => {
+    const unreachable = 'mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=300'
+    const error = await rejection(WorkerPool.create({ uri: unreachable, size: 1 }))
     expect(error).toBeInstanceOf(MongoServerSelectionError)
+    // The reason crosses the worker boundary as the client's own error has it.
+    const direct = await rejection(MongoClient.connect(unreachable))
+    const { reason } = error as MongoServerSelectionError
+    expect(reason).toBeInstanceOf(TopologyDescription)
+    expect(reason).toEqual((direct as MongoServerSelectionError).reason)
+    const server = reason!.servers.get('127.0.0.1:9')!
+    expect(server.error).toBeInstanceOf(MongoNetworkError)
+    expect(reason!.error).toBe(server.error)
+    // What the official driver's reason says of the same server.
+    const official = await new OfficialClient(unreachable).connect().catch((failure: unknown) => failure)
+    const officialServer = (official as { reason: TopologyDescription }).reason.servers.get('127.0.0.1:9')!
+    expect([reason!.type, server.type, server.error!.message]).toEqual([
+      (official as { reason: TopologyDescription }).reason.type,
+      officialServer.type,
+      officialServer.error!.message,
+    ])
   })
 })
 

@@ -17,8 +17,8 @@ use crate::{
     task::spawn,
 };
 
-/// How long `close()` waits for in-flight work before it stops waiting: a cursor busy in a
-/// getMore, or the kill of an abandoned cursor.
+/// How long `close()` waits for the server's cleanup (the killCursors of the open cursors, the
+/// endSessions) before it stops waiting: reads in flight do not count, they end at once.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// The crate's `maxPoolSize` when the connection string sets none.
@@ -48,11 +48,11 @@ impl NativeClient {
         #[napi(ts_arg_type = "((event: Buffer) => void) | undefined | null")] events: Option<EventCallback>,
         event_mask: Option<u32>,
     ) -> napi::Result<NativeClient> {
-        let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms);
         let commands = options.as_ref().is_some_and(|options| {
             options.monitor_commands.unwrap_or(false) || options.trace_commands.unwrap_or(false)
         });
         let mut options = client_options(&uri, options).await?;
+        let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms, options.retry_reads != Some(false));
         let monitor = events.map(|callback| Monitor::new(callback, event_mask.unwrap_or(0)));
         if let Some(monitor) = &monitor {
             monitor.install(&mut options, commands);
@@ -110,7 +110,9 @@ impl NativeClient {
         self.state.is_closed()
     }
 
-    /// Kills the client's open cursors on the server, then closes its connections. Idempotent.
+    /// Ends the operations in flight (they reject with `MongoClientClosedError`, as in the
+    /// official driver), kills the client's open cursors on the server, then closes its
+    /// connections. Idempotent.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let state = self.state.clone();
@@ -118,6 +120,9 @@ impl NativeClient {
             let Some(client) = state.take_client() else {
                 return Ok(());
             };
+            // First, as the official driver closes its checked-out connections first: a getMore
+            // that waits for a server that never answers no longer holds its cursor.
+            state.pool.close();
             for slot in state.cursors.take_all() {
                 // A cursor still busy after the grace period is dropped with the client instead.
                 let _ = tokio::time::timeout(CLOSE_GRACE, slot.close_for_client()).await;

@@ -82,14 +82,21 @@ impl NativeCollection {
         }
         // Positive: enforced on the client too (a negative one asks for a single batch).
         let limit = find.limit.filter(|limit| *limit > 0).map(|limit| limit as u64);
-        let collection = self.collection.clone();
-        let find = move || async move { Ok(collection.find(filter).with_options(find).batch().await?) };
+        let input = (self.collection.clone(), filter, find);
         let start = CursorStart {
             output,
             single_batch,
             limit,
         };
-        operation.open_cursor(env, find, start)
+        operation.open_read_cursor(
+            env,
+            true,
+            input,
+            |(collection, filter, find)| async move {
+                Ok(collection.find(filter).with_options(find).batch().await?)
+            },
+            start,
+        )
     }
 
     /// Runs `aggregate`; `pipeline` is a BSON document `{ pipeline: [stage, ...] }`.
@@ -106,12 +113,21 @@ impl NativeCollection {
         let mut aggregate = aggregate_options(&mut operation.options)?;
         let operation = operation.limits(Opens::Cursor)?;
         aggregate.max_time = operation.max_time(aggregate.max_time);
-        let collection = self.collection.clone();
-        let aggregate = move || async move {
-            let aggregate = collection.aggregate(stages).with_options(aggregate);
-            Ok(aggregate.batch().await?)
-        };
-        operation.open_cursor(env, aggregate, CursorStart::reading(output))
+        let retryable = !writes(&stages);
+        let input = (self.collection.clone(), stages, aggregate);
+        operation.open_read_cursor(
+            env,
+            retryable,
+            input,
+            |(collection, stages, aggregate)| async move {
+                Ok(collection
+                    .aggregate(stages)
+                    .with_options(aggregate)
+                    .batch()
+                    .await?)
+            },
+            CursorStart::reading(output),
+        )
     }
 
     /// Counts the documents matching `filter` (an aggregation on the server, as in the official driver).
@@ -136,9 +152,15 @@ impl NativeCollection {
         count.read_concern = taken.read_concern()?;
         let operation = operation.limits(Opens::NoCursor)?;
         count.max_time = operation.max_time(count.max_time);
-        let collection = self.collection.clone();
-        let count = move || async move { Ok(collection.count_documents(filter).with_options(count).await?) };
-        operation.run(env, count, |count| Ok(count as f64))
+        let input = (self.collection.clone(), filter, count);
+        operation.run_read(
+            env,
+            input,
+            |(collection, filter, count)| async move {
+                Ok(collection.count_documents(filter).with_options(count).await?)
+            },
+            |count| Ok(count as f64),
+        )
     }
 
     /// The collection's document count from its metadata (`count` command).
@@ -157,14 +179,18 @@ impl NativeCollection {
         estimate.read_concern = taken.read_concern()?;
         let operation = operation.limits(Opens::NoCursor)?;
         estimate.max_time = operation.max_time(estimate.max_time);
-        let collection = self.collection.clone();
-        let estimate = move || async move {
-            Ok(collection
-                .estimated_document_count()
-                .with_options(estimate)
-                .await?)
-        };
-        operation.run(env, estimate, |count| Ok(count as f64))
+        let input = (self.collection.clone(), estimate);
+        operation.run_read(
+            env,
+            input,
+            |(collection, estimate)| async move {
+                Ok(collection
+                    .estimated_document_count()
+                    .with_options(estimate)
+                    .await?)
+            },
+            |count| Ok(count as f64),
+        )
     }
 
     /// The distinct values of `key`, as a BSON document `{ values: [...] }` for the JS decoder.
@@ -188,12 +214,15 @@ impl NativeCollection {
         distinct.read_concern = taken.read_concern()?;
         // No maxTimeMS derived from timeoutMS here: FerretDB rejects the field on `distinct`.
         let operation = operation.limits(Opens::NoCursor)?;
-        let collection = self.collection.clone();
-        let distinct =
-            move || async move { Ok(collection.distinct(key, filter).with_options(distinct).await?) };
-        operation.run(env, distinct, |values| {
-            Ok(doc! { "values": values }.to_vec()?.into())
-        })
+        let input = (self.collection.clone(), key, filter, distinct);
+        operation.run_read(
+            env,
+            input,
+            |(collection, key, filter, distinct)| async move {
+                Ok(collection.distinct(key, filter).with_options(distinct).await?)
+            },
+            |values| Ok(doc! { "values": values }.to_vec()?.into()),
+        )
     }
 }
 
@@ -211,6 +240,15 @@ pub fn aggregate_options(taken: &mut OperationOptions) -> Result<AggregateOption
     aggregate.selection_criteria = taken.read_preference()?;
     aggregate.read_concern = taken.read_concern()?;
     Ok(aggregate)
+}
+
+/// Whether a pipeline writes (ends with `$out` or `$merge`): such an aggregate is not a
+/// retryable read (the crate's rule, and the official driver's).
+pub fn writes(stages: &[Document]) -> bool {
+    stages
+        .last()
+        .and_then(|stage| stage.keys().next())
+        .is_some_and(|stage| stage == "$out" || stage == "$merge")
 }
 
 pub fn pipeline_from_bytes(bytes: &[u8]) -> Result<Vec<Document>> {

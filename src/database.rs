@@ -15,7 +15,7 @@ use napi_derive::napi;
 
 use crate::{
     client_state::ClientState,
-    collection::{aggregate_options, pipeline_from_bytes},
+    collection::{aggregate_options, pipeline_from_bytes, writes},
     cursor::OpenedCursor,
     error::Result,
     format::BatchOutput,
@@ -107,9 +107,16 @@ impl NativeDatabase {
         let mut aggregate = aggregate_options(&mut operation.options)?;
         let operation = operation.limits(Opens::Cursor)?;
         aggregate.max_time = operation.max_time(aggregate.max_time);
-        let database = self.database.clone();
-        let aggregate =
-            move || async move { Ok(database.aggregate(stages).with_options(aggregate).batch().await?) };
-        operation.open_cursor(env, aggregate, CursorStart::reading(output))
+        let retryable = !writes(&stages);
+        let input = (self.database.clone(), stages, aggregate);
+        operation.open_read_cursor(
+            env,
+            retryable,
+            input,
+            |(database, stages, aggregate)| async move {
+                Ok(database.aggregate(stages).with_options(aggregate).batch().await?)
+            },
+            CursorStart::reading(output),
+        )
     }
 }

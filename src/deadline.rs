@@ -5,6 +5,10 @@
 //! distinct) runs through `Deadline::run`. When a limit passes, the caller gets the error at once
 //! and the step finishes in the background (bounded), so that the connection pool gets back what
 //! it lent: see `PoolGate` and `Deadline::run`. A dropped cursor is killed.
+//!
+//! The client's `close()` ends every step at once (`PoolGate::close`), as the official driver
+//! closes its checked-out connections: a read waiting for a server that never answers fails with
+//! `ClientClosed` instead of holding `close()` up.
 
 use std::{
     future::{poll_fn, Future},
@@ -16,6 +20,7 @@ use std::{
 
 use mongodb::error::ErrorKind;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     error::{Error, Result},
@@ -27,19 +32,23 @@ use crate::{
 const MAX_TIME_MS_EXPIRED: i32 = 50;
 
 /// The client's defaults: `timeoutMS` and `socketTimeoutMS` from the connection string or the
-/// MongoClient options (zero or absent: no limit).
+/// MongoClient options (zero or absent: no limit), and `retryReads`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ClientTimeouts {
     pub operation: Option<Duration>,
     pub socket: Option<Duration>,
+    /// `retryReads` (default true): a read whose round trip exceeded `socketTimeoutMS` is retried
+    /// once (see `Deadline::run_read`).
+    pub retry_reads: bool,
 }
 
 impl ClientTimeouts {
-    pub fn new(timeout_ms: Option<i64>, socket_timeout_ms: Option<i64>) -> Self {
+    pub fn new(timeout_ms: Option<i64>, socket_timeout_ms: Option<i64>, retry_reads: bool) -> Self {
         let limit = |ms: Option<i64>| ms.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64));
         Self {
             operation: limit(timeout_ms),
             socket: limit(socket_timeout_ms),
+            retry_reads,
         }
     }
 
@@ -48,6 +57,7 @@ impl ClientTimeouts {
         OperationTimeout {
             operation: self.operation,
             socket: self.socket,
+            retry_reads: self.retry_reads,
             iteration: false,
         }
         .start()
@@ -83,6 +93,7 @@ impl ClientTimeouts {
         Ok(OperationTimeout {
             operation,
             socket: self.socket,
+            retry_reads: self.retry_reads,
             iteration,
         })
     }
@@ -93,6 +104,7 @@ impl ClientTimeouts {
 pub struct OperationTimeout {
     operation: Option<Duration>,
     socket: Option<Duration>,
+    retry_reads: bool,
     /// `timeoutMode: 'iteration'`: each read of the cursor gets `timeoutMS` of its own; otherwise
     /// (`cursorLifetime`, the default) one deadline covers the command and every getMore.
     iteration: bool,
@@ -105,6 +117,7 @@ impl OperationTimeout {
             at: self.operation.map(|timeout| Instant::now() + timeout),
             timeout: self.operation,
             socket: self.socket,
+            retry_reads: self.retry_reads,
         }
     }
 
@@ -164,26 +177,47 @@ const DETACHED_GRACE: Duration = Duration::from_secs(10);
 /// `maxPoolSize: 1`). Here a step waits for a slot in a queue it leaves when it gives up; one that
 /// holds a slot finds a free or establishable connection in the crate's pool, and keeps its slot
 /// until the crate has that connection back (see `Deadline::run`).
+///
+/// It is also where the client's `close()` reaches the steps in flight (`close`).
 #[derive(Clone, Debug, Default)]
-pub struct PoolGate(Option<Arc<Semaphore>>);
+pub struct PoolGate {
+    slots: Option<Arc<Semaphore>>,
+    /// Cancelled by the client's `close()`.
+    closed: Option<CancellationToken>,
+}
 
 impl PoolGate {
-    /// One slot per pooled connection; `maxPoolSize: 0` (no limit in the crate) needs no gate.
+    /// One slot per pooled connection; `maxPoolSize: 0` (no limit in the crate) needs no slots.
     pub fn new(max_pool_size: u32) -> Self {
-        Self((max_pool_size > 0).then(|| Arc::new(Semaphore::new(max_pool_size as usize))))
+        Self {
+            slots: (max_pool_size > 0).then(|| Arc::new(Semaphore::new(max_pool_size as usize))),
+            closed: Some(CancellationToken::new()),
+        }
     }
 
     /// For a step that needs no connection (a cursor's first batch, already received).
-    pub const NONE: PoolGate = PoolGate(None);
+    pub const NONE: PoolGate = PoolGate {
+        slots: None,
+        closed: None,
+    };
+
+    /// Ends every step of the client, running or detached, and every later one, with
+    /// `ClientClosed`. What a dropped step held goes with it: its connection is closed, a cursor
+    /// it was reading is killed (best effort, by the crate), its session goes back to the pool.
+    pub fn close(&self) {
+        if let Some(closed) = &self.closed {
+            closed.cancel();
+        }
+    }
 
     async fn enter(&self) -> Option<OwnedSemaphorePermit> {
         // The semaphore is never closed.
-        self.0.clone()?.acquire_owned().await.ok()
+        self.slots.clone()?.acquire_owned().await.ok()
     }
 
     /// A slot if one is free now; `Err` when every slot is busy.
     fn try_enter(&self) -> std::result::Result<Option<OwnedSemaphorePermit>, ()> {
-        match &self.0 {
+        match &self.slots {
             Some(slots) => slots.clone().try_acquire_owned().map(Some).map_err(|_| ()),
             None => Ok(None),
         }
@@ -197,9 +231,41 @@ pub struct Deadline {
     at: Option<Instant>,
     timeout: Option<Duration>,
     socket: Option<Duration>,
+    retry_reads: bool,
 }
 
 impl Deadline {
+    /// Runs a retryable read (the command that opens a cursor, a count, a distinct; never a
+    /// getMore or a user's command) under the deadline, as `run`, with the official driver's
+    /// retryable read: a first attempt that exceeded `socketTimeoutMS` (a `MongoNetworkTimeoutError`
+    /// there) is retried once, unless `retryReads` is off or `timeoutMS` expired meanwhile.
+    /// `step` makes an attempt from `input`, which is cloned only when a retry is possible;
+    /// `retryable: false` (an aggregate that writes with `$out` or `$merge`) runs it as `run`.
+    ///
+    /// The one place rumongo retries: the crate retries the failures it sees itself (network
+    /// errors, retryable server codes) within an attempt, but not a socket timeout, which is
+    /// rumongo's (the attempt is abandoned here, and its command fails in the command events).
+    pub async fn run_read<I: Clone, T: Send + 'static, S: Future<Output = Result<T>> + Send + 'static>(
+        &self,
+        pool: &PoolGate,
+        retryable: bool,
+        input: I,
+        step: impl Fn(I) -> S,
+    ) -> Result<T> {
+        if !(retryable && self.retry_reads && self.socket.is_some()) {
+            return self.run(pool, step(input)).await;
+        }
+        match self.run(pool, step(input.clone())).await {
+            Err(Error::SocketTimeout(_)) if !self.expired() => self.run(pool, step(input)).await,
+            result => result,
+        }
+    }
+
+    /// Whether `timeoutMS` has passed.
+    fn expired(&self) -> bool {
+        self.at.is_some_and(|at| at <= Instant::now())
+    }
+
     /// Runs one network step under the deadline. An expired `timeoutMS` fails with
     /// `OperationTimeout` (so does the server's `MaxTimeMSExpired` under a `timeoutMS`); a round
     /// trip longer than `socketTimeoutMS` fails with `SocketTimeout`. The step holds a slot of
@@ -210,7 +276,25 @@ impl Deadline {
     /// Dropped while its checkout request waits in the crate's pool, or while the connection made
     /// for it is being established, it would leave the pool short of a connection that the gate
     /// counts as free, and the next step would queue behind a request nobody waits for.
+    ///
+    /// The client's `close()` ends the step where it stands (see `PoolGate::close`).
     pub async fn run<T: Send + 'static>(
+        &self,
+        pool: &PoolGate,
+        step: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        let Some(closed) = &pool.closed else {
+            return self.run_open(pool, step).await;
+        };
+        tokio::select! {
+            biased;
+            () = closed.cancelled() => Err(Error::ClientClosed),
+            result = self.run_open(pool, step) => result,
+        }
+    }
+
+    /// `run` while the client is open.
+    async fn run_open<T: Send + 'static>(
         &self,
         pool: &PoolGate,
         step: impl Future<Output = Result<T>> + Send + 'static,
@@ -227,7 +311,7 @@ impl Deadline {
             return match poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await {
                 Poll::Ready(result) => result,
                 Poll::Pending => {
-                    finish_detached(step, slot);
+                    finish_detached(step, slot, pool);
                     commands.abandon(self.operation_timeout());
                     Err(self.operation_timeout())
                 }
@@ -263,7 +347,7 @@ impl Deadline {
             }
             Ok(result) => result,
             Err(_) => {
-                finish_detached(step, slot);
+                finish_detached(step, slot, pool);
                 commands.abandon(timed_out());
                 Err(timed_out())
             }
@@ -275,14 +359,20 @@ impl Deadline {
     }
 }
 
-/// Lets a step whose caller gave up run on, holding its pool slot, until it ends or
-/// `DETACHED_GRACE` passes; its result is dropped (a cursor it opened is killed).
+/// Lets a step whose caller gave up run on, holding its pool slot, until it ends,
+/// `DETACHED_GRACE` passes or the client closes; its result is dropped (a cursor it opened is
+/// killed).
 fn finish_detached<T: Send + 'static>(
     step: Pin<Box<impl Future<Output = Result<T>> + Send + 'static>>,
     slot: Option<OwnedSemaphorePermit>,
+    pool: &PoolGate,
 ) {
+    let closed = pool.closed.clone().unwrap_or_default();
     tokio::spawn(async move {
-        let _ = tokio::time::timeout(DETACHED_GRACE, step).await;
+        tokio::select! {
+            () = closed.cancelled() => {}
+            _ = tokio::time::timeout(DETACHED_GRACE, step) => {}
+        }
         drop(slot);
     });
 }

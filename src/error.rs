@@ -21,6 +21,9 @@ pub enum Error {
     /// An operation on a client or cursor that was already closed.
     #[error("{0} is closed")]
     Closed(&'static str),
+    /// An operation in flight when its client closed (the official driver's message).
+    #[error("Operation interrupted because client was closed")]
+    ClientClosed,
     /// A read of a cursor whose earlier read failed.
     #[error("cursor is exhausted: an earlier read failed")]
     CursorFailed,
@@ -63,6 +66,7 @@ impl Error {
             Error::InvalidArgument(message) => json!({ "kind": "invalidArgument", "message": message }),
             Error::Parse(message) => json!({ "kind": "parse", "message": message }),
             Error::Closed(what) => json!({ "kind": "closed", "message": self.to_string(), "what": what }),
+            Error::ClientClosed => json!({ "kind": "clientClosed", "message": self.to_string() }),
             Error::CursorFailed => json!({ "kind": "cursorExhausted", "message": self.to_string() }),
             Error::Bson(_) | Error::MalformedBson(_) => {
                 json!({ "kind": "bson", "message": self.to_string() })

@@ -10,8 +10,13 @@ use mongodb::raw_batch_cursor::RawBatchCursor;
 use napi::{bindgen_prelude::PromiseRaw, bindgen_prelude::ToNapiValue, Env};
 
 use crate::{
-    client_state::ClientState, cursor::OpenedCursor, deadline::OperationTimeout, error::Result,
-    format::BatchOutput, options::OperationOptions, task::spawn,
+    client_state::ClientState,
+    cursor::OpenedCursor,
+    deadline::{Deadline, OperationTimeout},
+    error::Result,
+    format::BatchOutput,
+    options::OperationOptions,
+    task::spawn,
 };
 
 /// An operation whose options are being read.
@@ -110,6 +115,28 @@ impl ReadyOperation {
         )
     }
 
+    /// `run` for a retryable read (a count, a distinct): `command` makes an attempt from `input`,
+    /// and a first attempt that exceeds `socketTimeoutMS` is retried (see `Deadline::run_read`).
+    /// As in `run`, each attempt's command is made inside the spawned future.
+    pub fn run_read<'env, I, C, R, T>(
+        self,
+        env: &'env Env,
+        input: I,
+        command: impl Fn(I) -> C + Send + 'static,
+        then: impl FnOnce(R) -> Result<T> + Send + 'static,
+    ) -> napi::Result<PromiseRaw<'env, T>>
+    where
+        I: Clone + Send + 'static,
+        C: Future<Output = Result<R>> + Send + 'static,
+        R: Send + 'static,
+        T: Send + ToNapiValue + 'static,
+    {
+        let (client, deadline) = (self.client, self.timeout.start());
+        spawn(env, async move {
+            then(deadline.run_read(&client.pool, true, input, command).await?)
+        })
+    }
+
     /// Runs the command `command` makes, which opens a cursor, as `run` does, and resolves to the
     /// cursor, registered with its client (so that `close()` kills it) and bounded by the
     /// operation's time limits.
@@ -126,14 +153,51 @@ impl ReadyOperation {
         let deadline = timeout.start();
         spawn(env, async move {
             let cursor = deadline.run(&client.pool, command()).await?;
-            let CursorStart {
-                output,
-                single_batch,
-                limit,
-            } = start;
-            client
-                .open_cursor(cursor, single_batch, output, timeout.cursor(deadline), limit)
-                .await
+            start.open(&client, cursor, timeout, deadline).await
         })
+    }
+
+    /// `open_cursor` for a retryable read (a find, an aggregate that does not write: pass
+    /// `retryable` false for one that does): `command` makes an attempt from `input` (see
+    /// `Deadline::run_read`).
+    pub fn open_read_cursor<'env, I, C>(
+        self,
+        env: &'env Env,
+        retryable: bool,
+        input: I,
+        command: impl Fn(I) -> C + Send + 'static,
+        start: CursorStart,
+    ) -> napi::Result<PromiseRaw<'env, OpenedCursor>>
+    where
+        I: Clone + Send + 'static,
+        C: Future<Output = Result<RawBatchCursor>> + Send + 'static,
+    {
+        let (client, timeout) = (self.client, self.timeout);
+        let deadline = timeout.start();
+        spawn(env, async move {
+            let cursor = deadline.run_read(&client.pool, retryable, input, command).await?;
+            start.open(&client, cursor, timeout, deadline).await
+        })
+    }
+}
+
+impl CursorStart {
+    /// Registers the cursor `cursor` the operation opened with its client and reads its first
+    /// batch (see `NativeCursor::open`).
+    async fn open(
+        self,
+        client: &ClientState,
+        cursor: RawBatchCursor,
+        timeout: OperationTimeout,
+        deadline: Deadline,
+    ) -> Result<OpenedCursor> {
+        let CursorStart {
+            output,
+            single_batch,
+            limit,
+        } = self;
+        client
+            .open_cursor(cursor, single_batch, output, timeout.cursor(deadline), limit)
+            .await
     }
 }

@@ -559,6 +559,8 @@ function fromPayload(payload: NativeErrorPayload): Error {
       return new MongoParseError(message, options)
     case 'closed':
       return new MongoNotConnectedError('Client must be connected before running operations', options)
+    case 'clientClosed':
+      return new MongoClientClosedError(message, options)
     case 'bson':
       return new BSONError(message)
     default:

@@ -6,7 +6,7 @@
 import { Readable } from 'node:stream'
 import type { Document } from 'bson'
 import type { Collection, Filter, WithId } from './collection.js'
-import { firstDifference, redactValue, typeName, type DifferenceReason } from './compare.js'
+import { firstDifference, redactValue, typeName, type Difference, type DifferenceReason } from './compare.js'
 import { MongoInvalidArgumentError } from './errors.js'
 import { CursorIterator } from './cursor/abstract_cursor.js'
 import type {
@@ -62,11 +62,17 @@ export interface ShadowQuery {
   cursor?: unknown[][]
 }
 
-/** What `onMismatch` receives: the read and the first difference between the two results. */
+/**
+ * What `onMismatch` receives: the read and the first difference between the two results, or, when
+ * the two results could not be compared (`firstDifference` threw: values nested too deeply, a
+ * getter that throws), `reason: 'uncomparable'` at `$` with the comparison's `error`.
+ */
 export interface ShadowMismatchReport extends ShadowQuery {
   /** The first differing path, `$` being the whole result (`$[3].customer.name`). */
   path: string
-  reason: DifferenceReason
+  reason: DifferenceReason | 'uncomparable'
+  /** Why the results could not be compared (`reason: 'uncomparable'` only). */
+  error?: unknown
   /** The official driver's value at `path` (its type name with `redact`). */
   official: unknown
   /** rumongo's value at `path` (its type name with `redact`). */
@@ -504,9 +510,17 @@ class Comparer {
     }
     this.recordLatency(side, performance.now() - started)
     const [official, rumongo] = this.served === 'official' ? [served, other] : [other, served]
-    const difference = firstDifference(official, rumongo, { ignoreKeyOrder: this.#options.ignoreKeyOrder })
-    this.#counters.compared++
-    if (difference === undefined) return
+    // Results that cannot be compared are not proven equal: a mismatch, never a silent drop.
+    let difference: Difference | { path: '$'; reason: 'uncomparable'; a: unknown; b: unknown; error: unknown }
+    try {
+      const found = firstDifference(official, rumongo, { ignoreKeyOrder: this.#options.ignoreKeyOrder })
+      this.#counters.compared++
+      if (found === undefined) return
+      difference = found
+    } catch (error) {
+      this.#counters.compared++
+      difference = { path: '$', reason: 'uncomparable', a: official, b: rumongo, error }
+    }
     this.#counters.mismatches++
     const keyOrder = difference.reason === 'keyOrder'
     const redact = this.#options.redact === true && !keyOrder
@@ -516,6 +530,7 @@ class Comparer {
       reason: difference.reason,
       official: redact ? typeName(difference.a) : difference.a,
       rumongo: redact ? typeName(difference.b) : difference.b,
+      ...('error' in difference ? { error: difference.error } : {}),
     })
   }
 

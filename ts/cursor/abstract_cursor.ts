@@ -9,9 +9,11 @@ import type { ResolvedBSONOptions } from '../bson.js'
 import { DOCUMENTS, type BatchFormat } from '../format/index.js'
 import {
   callNative,
+  MongoClientClosedError,
   MongoCursorExhaustedError,
   MongoCursorInUseError,
   MongoInvalidArgumentError,
+  MongoNotConnectedError,
 } from '../errors.js'
 import {
   type BatchOutput,
@@ -282,11 +284,16 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /**
    * The next document, or `null` when there are no more.
-   * @throws MongoCursorExhaustedError once the cursor is closed, or after a read failed.
+   * @throws MongoCursorExhaustedError once the cursor is closed while the server still held it
+   * (closed before its first read or after its end, it says `null`, as in the official driver), or
+   * after a read failed.
    */
   async next(): Promise<TSchema | null> {
     this.#throwIfFailed()
-    if (this.#state === 'closed') throw new MongoCursorExhaustedError()
+    if (this.#state === 'closed') {
+      if (this.#killed) throw new MongoCursorExhaustedError()
+      return null
+    }
     do {
       const document = this.#takeBuffered()
       if (document !== NO_DOCUMENT) return document
@@ -405,8 +412,16 @@ export abstract class AbstractCursor<TSchema = Document>
     return Readable.from(this)
   }
 
+  /**
+   * `for await` (and `forEach()`, `stream()`): the documents until the end, none once the cursor
+   * is closed, even mid-loop (as in the official driver); a failed read rejects.
+   */
   [Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void> {
-    return new CursorIterator(this, () => this.#takeBuffered())
+    const iterated = {
+      next: () => (this.#state === 'closed' ? Promise.resolve(null) : this.next()),
+      close: () => this.close(),
+    }
+    return new CursorIterator(iterated, () => this.#takeBuffered())
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -464,9 +479,16 @@ export abstract class AbstractCursor<TSchema = Document>
         }
         this.#request(native)
       }
-      const batch = await this.#ahead.shift()!.catch((error: unknown) => {
-        this.#fail(error)
-        throw error
+      const request = this.#ahead.shift()!
+      // A batch fetched ahead that the client's close() interrupted before this read asked for
+      // it: the read began after close(), and fails as any operation after close() does.
+      const closedBefore = interruptedAhead.has(request)
+        ? new MongoNotConnectedError('Client must be connected before running operations')
+        : undefined
+      const batch = await request.catch((error: unknown) => {
+        const failure = closedBefore ?? error
+        this.#fail(failure)
+        throw failure
       })
       if (this.#state !== 'open') return false
       if (batch === null) {
@@ -521,10 +543,16 @@ export abstract class AbstractCursor<TSchema = Document>
     const lastBatch = () => {
       if (this.#native === native) this.#serverHasMore = false
     }
-    request.then((batch) => {
-      if (batch === null || !batch.hasMore) lastBatch()
+    request.then(
+      (batch) => {
+        if (batch === null || !batch.hasMore) lastBatch()
+      },
       // A prefetch the cursor never awaits (closed first) must not become an unhandled rejection.
-    }, lastBatch)
+      (error: unknown) => {
+        lastBatch()
+        if (error instanceof MongoClientClosedError) interruptedAhead.add(request)
+      },
+    )
   }
 
   /** Stops reading: the native cursor is drained, or dropped after a failure. */
@@ -572,6 +600,9 @@ export abstract class AbstractCursor<TSchema = Document>
 
 /** What `CursorIterator` reads: any cursor's `next()` and `close()`. */
 type IteratedCursor<T> = { next(): Promise<T | null>; close(): Promise<void> }
+
+/** Batches requested ahead whose request the client's `close()` interrupted (see `#fetchNonEmptyBatch`). */
+const interruptedAhead = new WeakSet<Promise<unknown>>()
 
 /** What a cursor's `takeBuffered` returns when the next document needs `next()`. */
 const NO_DOCUMENT = Symbol('no document')

@@ -6,7 +6,12 @@
  */
 import { BSONError } from 'bson'
 import * as errors from '../errors.js'
-import { MongoError } from '../errors.js'
+import {
+  MongoError,
+  MongoServerSelectionError,
+  TopologyDescription,
+  type ServerDescription,
+} from '../errors.js'
 
 /** `workerData` of every pool worker. */
 export interface PoolWorkerData {
@@ -28,6 +33,19 @@ export interface SerializedError {
   errorLabels?: string[]
   /** The error's `cause`, when it is an `Error`. */
   cause?: SerializedError
+  /**
+   * The error's other own properties of a primitive value: a Node.js system error's `errno`,
+   * `syscall`, `address`, `port` (the cause of a `MongoNetworkError`), a custom error's fields.
+   */
+  properties?: Record<string, string | number | boolean | null>
+  /** A `MongoServerSelectionError`'s `reason`: the deployment as server selection saw it. */
+  reason?: SerializedTopology
+}
+
+/** A `TopologyDescription` as it crosses threads: its type, and each server with its error. */
+export interface SerializedTopology {
+  type: string
+  servers: { address: string; type: string; error: SerializedError | null }[]
 }
 
 export interface ReduceRequest {
@@ -60,6 +78,8 @@ export type WorkerReply =
 export function serializeError(error: unknown, seen = new Set<unknown>()): SerializedError {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) }
   seen.add(error)
+  // The errors this one is a cause of: its reason's errors may repeat what its cause chain holds.
+  const ancestors = new Set(seen)
   const { name, message, stack, cause } = error
   const { code, codeName } = error as { code?: unknown; codeName?: unknown }
   return {
@@ -70,7 +90,43 @@ export function serializeError(error: unknown, seen = new Set<unknown>()): Seria
     ...(typeof codeName === 'string' ? { codeName } : {}),
     ...(error instanceof MongoError ? { errorLabels: error.errorLabels } : {}),
     ...(cause instanceof Error && !seen.has(cause) ? { cause: serializeError(cause, seen) } : {}),
+    ...primitiveProperties(error),
+    ...(error instanceof MongoServerSelectionError && error.reason
+      ? { reason: serializeTopology(error.reason, ancestors) }
+      : {}),
   }
+}
+
+/** What `SerializedError.properties` keeps: the fields it has no slot of its own for. */
+function primitiveProperties(error: Error): { properties?: SerializedError['properties'] } {
+  const properties: NonNullable<SerializedError['properties']> = {}
+  for (const [key, value] of Object.entries(error)) {
+    if (['name', 'message', 'stack', 'code', 'codeName'].includes(key)) continue
+    if (value === null || ['string', 'number', 'boolean'].includes(typeof value)) properties[key] = value
+  }
+  return Object.keys(properties).length === 0 ? {} : { properties }
+}
+
+function serializeTopology(topology: TopologyDescription, ancestors: Set<unknown>): SerializedTopology {
+  return {
+    type: topology.type,
+    servers: [...topology.servers.values()].map(({ address, type, error }) => ({
+      address,
+      type,
+      // The first server's error is also the selection error's `cause`: serialized twice, it is
+      // rebuilt as two equal errors, not one.
+      error: error === null ? null : serializeError(error, new Set(ancestors)),
+    })),
+  }
+}
+
+function rebuildTopology({ type, servers }: SerializedTopology): TopologyDescription {
+  const descriptions = new Map<string, ServerDescription>()
+  for (const server of servers) {
+    const error = server.error === null ? null : (rebuildError(server.error) as MongoError)
+    descriptions.set(server.address, { address: server.address, type: server.type, error })
+  }
+  return new TopologyDescription(type, descriptions)
 }
 
 /** rumongo's error classes by name: every class ts/errors.ts exports. */
@@ -112,6 +168,8 @@ export function rebuildError(serialized: SerializedError): Error {
   }
   if (code !== undefined) Object.assign(error, { code })
   if (codeName !== undefined) Object.assign(error, { codeName })
+  if (serialized.properties !== undefined) Object.assign(error, serialized.properties)
+  if (serialized.reason !== undefined) Object.assign(error, { reason: rebuildTopology(serialized.reason) })
   if (serialized.stack !== undefined) error.stack = serialized.stack
   return error
 }
