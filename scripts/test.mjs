@@ -1,6 +1,7 @@
 // `npm test`: runs vitest (arguments pass through). The package is built by `pretest`; the
 // embedded server is started by __tests__/setup/global.ts unless MONGODB_URI is set.
-// Ends with one plain line "vitest: N passed, N failed[, N skipped]" that CI logs can be read by.
+// Ends with one plain line "vitest: N passed, N failed[, N skipped][, N files failed]" that CI logs
+// can be read by (a file that fails to load runs no test, so it shows only in the last count).
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -23,13 +24,15 @@ const result = spawnSync(process.execPath, [...args, ...process.argv.slice(2)], 
   stdio: 'inherit',
 })
 try {
-  const { numPassedTests, numFailedTests, numPendingTests, numTodoTests } = JSON.parse(
+  const { numPassedTests, numFailedTests, numPendingTests, numTodoTests, numFailedTestSuites } = JSON.parse(
     readFileSync(report, 'utf8'),
   )
   const skipped = numPendingTests + numTodoTests
-  console.log(
-    `vitest: ${numPassedTests} passed, ${numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`,
-  )
+  const counts = [`${numPassedTests} passed`, `${numFailedTests} failed`]
+  if (skipped) counts.push(`${skipped} skipped`)
+  if (numFailedTestSuites)
+    counts.push(`${numFailedTestSuites} file${numFailedTestSuites === 1 ? '' : 's'} failed`)
+  console.log(`vitest: ${counts.join(', ')}`)
 } catch {
   // No report (vitest failed before running tests): its exit status says what happened.
 } finally {
