@@ -89,10 +89,15 @@ impl RawBatch {
     fn take(env: &Env, handle: &Unknown) -> Result<Vec<u8>> {
         // SAFETY: `from_napi_ref` checks that the value is an `External` this addon made of a
         // `RawBatch`; JS cannot free it while `encode` runs, which holds it in `parts`.
-        let batch = unsafe { External::<RawBatch>::from_napi_ref(env.raw(), handle.raw()) }.map_err(|_| {
-            Error::InvalidArgument("encode: parts must be raw batches of an Arrow cursor".into())
-        })?;
-        let bytes = batch.0.lock().map_err(|_| Error::Internal("a raw batch's lock is poisoned"))?.take();
+        let batch =
+            unsafe { External::<RawBatch>::from_napi_ref(env.raw(), handle.raw()) }.map_err(|_| {
+                Error::InvalidArgument("encode: parts must be raw batches of an Arrow cursor".into())
+            })?;
+        let bytes = batch
+            .0
+            .lock()
+            .map_err(|_| Error::Internal("a raw batch's lock is poisoned"))?
+            .take();
         bytes.ok_or_else(|| Error::InvalidArgument("encode: this raw batch was already encoded".into()))
     }
 }

@@ -4,9 +4,9 @@
 //! - `json`: JSON text (`findJson`, `pipeJson`);
 //! - `lazy`: a field index over the documents' BSON (`findLazy`);
 //! - `raw`: the documents' BSON (`raw: true`);
-//! - `arrow`: Arrow record batches (`findArrow`), built from `raw` batches by an encoder that holds
-//!   the query's schema (inferred from its first batch), so it is a second step after the cursor,
-//!   not a `BatchOutput`.
+//! - `arrow`: Arrow record batches (`findArrow`), built by an encoder that holds the query's schema
+//!   (inferred from its first batch), so it is a second step after the cursor: the cursor's
+//!   `BatchOutput::ArrowRaw` batches carry only the BSON, as a handle the encoder takes.
 //!
 //! Adding a format: a module here and its arm in `encode_documents`, a `BatchOutput` variant (and
 //! the `DocumentBatch` fields it hands over), and its decoder in `ts/format/` registered in
@@ -60,7 +60,7 @@ pub enum BatchOutput {
 #[napi(object, object_from_js = false)]
 pub struct DocumentBatch {
     /// The documents' BSON back to back; with a JSON output, only those in `json_deferred`; with a
-    /// tape, none (the tape holds what it needs in `extras`).
+    /// tape, none (the tape holds what it needs in `extras`); with `ArrowRaw`, none (`raw_batch`).
     /// Absent when there are none (a tape batch): see `non_empty`.
     #[napi(ts_type = "Buffer")]
     pub documents: Option<Bytes>,
