@@ -1,6 +1,7 @@
 // findArrow / aggregateArrow / their cursors / pipeArrow: query results as Apache Arrow, built in
 // Rust from the raw BSON, checked column by column against the official driver's documents.
 import { execFileSync } from 'node:child_process'
+import { createRequire } from 'node:module'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -27,6 +28,11 @@ import {
 import { objectIdFor, typedDocuments } from './setup/data.js'
 import { connectBoth, serverCursorAlive, settled, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
 import { serveDocuments, type ServedReplay } from './setup/replay.js'
+
+// The native encoder and a test batch, to hand it what JS can hold (src/format/arrow.rs's RawBatch).
+const requireCjs = createRequire(import.meta.url)
+const { NativeArrowEncoder, encodeTestBatch, BatchOutput } = requireCjs('../dist/native.cjs')
+const { callNative } = requireCjs('../dist/errors.js')
 
 const dbName = uniqueDbName('arrow')
 let drivers: Drivers
@@ -747,6 +753,44 @@ describe('bad input', () => {
       code: 'ERR_INVALID_ARGUMENT',
       message: expect.stringContaining("field 'f' has type Float32, which rumongo does not build"),
     })
+  })
+
+  it('raw batches reach JS as handles, not Buffers: the encoder takes each once and refuses anything else', async () => {
+    const documents = [{ n: 1 }, { n: 2 }, { n: 3 }]
+    const batch = encodeTestBatch(BSON.serialize({ batch: documents }), BatchOutput.ArrowRaw)
+    // No bytes V8 would count as external memory: the BSON stays in Rust until encoded.
+    expect(batch.documents).toBeUndefined()
+    expect(Buffer.isBuffer(batch.rawBatch)).toBe(false)
+    expect(batch).toMatchObject({ count: 3, documentBytes: BSON.calculateObjectSize(documents[0]) * 3 })
+    const encoder = new NativeArrowEncoder({ objectIdHex: false, mismatchError: false })
+    const encode = (parts: unknown[]) =>
+      callNative(() =>
+        encoder.encode(
+          parts,
+          parts.map(() => 3),
+          false,
+          false,
+        ),
+      )
+    const encoded = await encode([batch.rawBatch])
+    expect([...arrow.tableFromIPC(encoded.ipc).getChild('n')!]).toEqual([1, 2, 3])
+
+    // Encoding took the bytes out of the handle: it is spent, not encoded twice.
+    const again = encode([batch.rawBatch])
+    await expect(again).rejects.toBeInstanceOf(MongoInvalidArgumentError)
+    await expect(again).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+      message: 'encode: this raw batch was already encoded',
+    })
+    // Bytes, objects or numbers are not raw batches (an External of another type neither).
+    for (const forged of [BSON.serialize(documents[0]), {}, 7, null]) {
+      const refused = encode([forged])
+      await expect(refused).rejects.toBeInstanceOf(MongoInvalidArgumentError)
+      await expect(refused).rejects.toMatchObject({
+        code: 'ERR_INVALID_ARGUMENT',
+        message: 'encode: parts must be raw batches of an Arrow cursor',
+      })
+    }
   })
 
   it('without apache-arrow installed: a typed error with a code; IPC bytes still work', () => {

@@ -44,7 +44,7 @@ pub async fn encode_batch(
 ) -> Result<DocumentBatch> {
     let inline_limit = match output {
         BatchOutput::RelaxedJson | BatchOutput::PlainJson => INLINE_ENCODE_BYTES,
-        BatchOutput::Tape | BatchOutput::Raw | BatchOutput::Lazy => INLINE_TAPE_BYTES,
+        BatchOutput::Tape | BatchOutput::Raw | BatchOutput::Lazy | BatchOutput::ArrowRaw => INLINE_TAPE_BYTES,
     };
     if batch.as_raw_document().as_bytes().len() <= inline_limit {
         return catching_panics(|| encode_reply(&batch, output, last, keep));

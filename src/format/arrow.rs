@@ -11,7 +11,7 @@ use std::{
 
 use arrow_ipc::writer::StreamWriter;
 use napi::{
-    bindgen_prelude::{Buffer, PromiseRaw},
+    bindgen_prelude::{External, FromNapiRef, JsValue, PromiseRaw, Unknown},
     Env,
 };
 use napi_derive::napi;
@@ -73,6 +73,35 @@ pub struct ArrowBatch {
     pub type_mismatch: Option<ArrowTypeMismatch>,
 }
 
+/// A server batch's documents' BSON, back to back, on its way from a cursor to an encoder
+/// (`BatchOutput::ArrowRaw`). JS holds it as an opaque `External`, not a Buffer: V8 counts a
+/// Buffer's bytes as external memory and collects garbage for them (most of the JS thread's time
+/// in a large `findArrow`), while an `External` it sizes as nothing. `encode` takes the bytes out,
+/// so they are freed once encoded, not when JS collects the handle, and a handle encodes once.
+pub struct RawBatch(Mutex<Option<Vec<u8>>>);
+
+impl RawBatch {
+    pub fn new(bytes: Vec<u8>) -> Self {
+        RawBatch(Mutex::new(Some(bytes)))
+    }
+
+    /// The bytes of the raw batch `handle`, taken out of it.
+    fn take(env: &Env, handle: &Unknown) -> Result<Vec<u8>> {
+        // SAFETY: `from_napi_ref` checks that the value is an `External` this addon made of a
+        // `RawBatch`; JS cannot free it while `encode` runs, which holds it in `parts`.
+        let batch =
+            unsafe { External::<RawBatch>::from_napi_ref(env.raw(), handle.raw()) }.map_err(|_| {
+                Error::InvalidArgument("encode: parts must be raw batches of an Arrow cursor".into())
+            })?;
+        let bytes = batch
+            .0
+            .lock()
+            .map_err(|_| Error::Internal("a raw batch's lock is poisoned"))?
+            .take();
+        bytes.ok_or_else(|| Error::InvalidArgument("encode: this raw batch was already encoded".into()))
+    }
+}
+
 /// Builds the Arrow batches of one query, all with the same schema.
 #[napi]
 pub struct NativeArrowEncoder {
@@ -119,8 +148,8 @@ impl NativeArrowEncoder {
         })
     }
 
-    /// Encodes raw cursor batches as one Arrow IPC stream: `parts[i]` holds `counts[i]` BSON
-    /// documents back to back. One record batch, or with `split` one per `SPLIT_BYTES` of BSON,
+    /// Encodes raw cursor batches as one Arrow IPC stream: `parts[i]` is a `RawBatch` of
+    /// `counts[i]` BSON documents, whose bytes it takes. One record batch, or with `split` one per `SPLIT_BYTES` of BSON,
     /// built in parallel. The first non-empty batch of an encoder without a schema fixes its
     /// schema: encode it before the others. With `append`, the record batches join the encoder's
     /// stream (see `finish_stream`) instead of `ipc`.
@@ -128,7 +157,7 @@ impl NativeArrowEncoder {
     pub fn encode<'env>(
         &self,
         env: &'env Env,
-        parts: Vec<Buffer>,
+        #[napi(ts_arg_type = "ExternalObject<'RawBatch'>[]")] parts: Vec<Unknown<'env>>,
         counts: Vec<u32>,
         split: bool,
         append: bool,
@@ -136,6 +165,10 @@ impl NativeArrowEncoder {
         if parts.len() != counts.len() {
             return Err(Error::InvalidArgument("encode: one count per part".into()).into());
         }
+        let parts = parts
+            .iter()
+            .map(|part| RawBatch::take(env, part))
+            .collect::<Result<Vec<_>>>()?;
         let state = self.state.clone();
         spawn(
             env,

@@ -4,9 +4,9 @@
 //! - `json`: JSON text (`findJson`, `pipeJson`);
 //! - `lazy`: a field index over the documents' BSON (`findLazy`);
 //! - `raw`: the documents' BSON (`raw: true`);
-//! - `arrow`: Arrow record batches (`findArrow`), built from `raw` batches by an encoder that holds
-//!   the query's schema (inferred from its first batch), so it is a second step after the cursor,
-//!   not a `BatchOutput`.
+//! - `arrow`: Arrow record batches (`findArrow`), built by an encoder that holds the query's schema
+//!   (inferred from its first batch), so it is a second step after the cursor: the cursor's
+//!   `BatchOutput::ArrowRaw` batches carry only the BSON, as a handle the encoder takes.
 //!
 //! Adding a format: a module here and its arm in `encode_documents`, a `BatchOutput` variant (and
 //! the `DocumentBatch` fields it hands over), and its decoder in `ts/format/` registered in
@@ -18,13 +18,14 @@ pub mod lazy;
 pub mod raw;
 pub mod tape;
 
-use napi::bindgen_prelude::{BigInt, Buffer};
+use napi::bindgen_prelude::{BigInt, Buffer, External};
 use napi_derive::napi;
 
 use crate::{
     error::Result,
     handover::{Bytes, F64s, U32s},
 };
+use arrow::RawBatch;
 use json::JsonFormat;
 use tape::Tape;
 
@@ -42,6 +43,8 @@ pub enum BatchOutput {
     RelaxedJson,
     /// JSON text as `JSON.stringify` of the official driver's documents.
     PlainJson,
+    /// The documents' BSON for the Arrow encoder, in `raw_batch` (see `arrow::RawBatch`).
+    ArrowRaw,
 }
 
 /// One server batch: its documents' BSON back to back and what `BatchOutput` asked for: the same
@@ -57,7 +60,7 @@ pub enum BatchOutput {
 #[napi(object, object_from_js = false)]
 pub struct DocumentBatch {
     /// The documents' BSON back to back; with a JSON output, only those in `json_deferred`; with a
-    /// tape, none (the tape holds what it needs in `extras`).
+    /// tape, none (the tape holds what it needs in `extras`); with `ArrowRaw`, none (`raw_batch`).
     /// Absent when there are none (a tape batch): see `non_empty`.
     #[napi(ts_type = "Buffer")]
     pub documents: Option<Bytes>,
@@ -92,6 +95,9 @@ pub struct DocumentBatch {
     /// Where each document's fields start, and its shape (see `lazy::index_documents`).
     #[napi(ts_type = "Uint32Array")]
     pub lazy_index: Option<U32s>,
+    /// The documents' BSON for an Arrow encoder, as a handle JS only passes back (see `RawBatch`).
+    #[napi(ts_type = "ExternalObject<'RawBatch'>")]
+    pub raw_batch: Option<External<RawBatch>>,
 }
 
 /// Transcodes or tapes the documents where they are; otherwise (lazy and raw outputs, or a batch
@@ -125,12 +131,18 @@ pub fn encode_documents(documents: &[&[u8]], output: BatchOutput) -> Result<Docu
             });
         }
     }
-    if let BatchOutput::Raw = output {
+    if let BatchOutput::Raw | BatchOutput::ArrowRaw = output {
         raw::check_framing(documents)?;
     }
     let mut bytes = Vec::with_capacity(documents.iter().map(|document| document.len()).sum());
     for document in documents {
         bytes.extend_from_slice(document);
+    }
+    if let BatchOutput::ArrowRaw = output {
+        return Ok(DocumentBatch {
+            raw_batch: Some(External::new(RawBatch::new(bytes))),
+            ..DocumentBatch::of(Vec::new(), documents)
+        });
     }
     let lazy_index = match output {
         BatchOutput::Lazy => Some(U32s(lazy::index_documents(&bytes, documents.len())?)),
@@ -165,6 +177,7 @@ impl DocumentBatch {
             json: None,
             json_deferred: None,
             lazy_index: None,
+            raw_batch: None,
         }
     }
 }

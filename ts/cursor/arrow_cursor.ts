@@ -26,7 +26,7 @@ import {
   type IpcBatch,
   type NativeFields,
 } from '../format/arrow.js'
-import { NativeArrowEncoder, type DocumentBatch } from '../native.cjs'
+import { NativeArrowEncoder, type DocumentBatch, type ExternalObject } from '../native.cjs'
 import { checkDestination, pipeParts } from '../pipe.js'
 import type { AggregateOptions, FindOptions } from '../options.js'
 import { AbstractCursor, CursorIterator, type CursorSource } from './abstract_cursor.js'
@@ -276,7 +276,7 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
 
   /** Gathers the next server batches and builds them into a record batch. */
   async #build(): Promise<IpcBatch | null> {
-    const parts: Buffer[] = []
+    const parts: ExternalObject<'RawBatch'>[] = []
     const counts: number[] = []
     let rows = 0
     let bytes = 0
@@ -289,7 +289,7 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
         throw error
       }
       if (batch === null) break
-      parts.push(batch.documents!)
+      parts.push(batch.rawBatch!)
       counts.push(batch.count)
       rows += batch.count
       bytes += batch.documentBytes
@@ -308,7 +308,7 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     return bytes >= this.#batchBytes
   }
 
-  async #encode(parts: Buffer[], counts: number[]): Promise<IpcBatch> {
+  async #encode(parts: ExternalObject<'RawBatch'>[], counts: number[]): Promise<IpcBatch> {
     // A Table or a pipe takes record batches of any count: large encodes are built in parallel.
     const split = this.#batchBytes > 0
     const encoded = await callNative(() => this.#encoder.encode(parts, counts, split, this.#append))

@@ -209,11 +209,12 @@ export function schemaProjection(fields: NativeFields): Document {
 }
 
 /**
- * The format of the cursors Arrow reads run: each item is a server batch as its documents' raw BSON
- * (`src/format/raw.rs`), which the query's `NativeArrowEncoder` builds into record batches.
+ * The format of the cursors Arrow reads run: each item is a server batch whose documents' BSON is a
+ * `rawBatch` handle (not a Buffer: see `RawBatch` in `src/format/arrow.rs`), which the query's
+ * `NativeArrowEncoder` takes and builds into record batches.
  */
 export const RAW_BATCHES: BatchFormat = {
-  output: () => BatchOutput.Raw,
+  output: () => BatchOutput.ArrowRaw,
   decoder: () => (batch) => [batch],
 }
 
