@@ -772,6 +772,12 @@ describe('bad input', () => {
           false,
         ),
       )
+    // A call refused for a bad part, or for a part given twice, leaves the good parts unspent.
+    await expect(encode([batch.rawBatch, {}])).rejects.toBeInstanceOf(MongoInvalidArgumentError)
+    await expect(encode([batch.rawBatch, batch.rawBatch])).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARGUMENT',
+      message: 'encode: this raw batch was already encoded',
+    })
     const encoded = await encode([batch.rawBatch])
     expect([...arrow.tableFromIPC(encoded.ipc).getChild('n')!]).toEqual([1, 2, 3])
 

@@ -1,7 +1,7 @@
 // `npm test`: runs vitest (arguments pass through). The package is built by `pretest`; the
 // embedded server is started by __tests__/setup/global.ts unless MONGODB_URI is set.
-// Ends with one plain line "vitest: N passed, N failed[, N skipped][, N files failed]" that CI logs
-// can be read by (a file that fails to load runs no test, so it shows only in the last count).
+// Ends with one plain line "vitest: N passed, N failed[, N skipped][, N files failed to run]" that
+// CI logs can be read by.
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -24,14 +24,17 @@ const result = spawnSync(process.execPath, [...args, ...process.argv.slice(2)], 
   stdio: 'inherit',
 })
 try {
-  const { numPassedTests, numFailedTests, numPendingTests, numTodoTests, numFailedTestSuites } = JSON.parse(
+  const { numPassedTests, numFailedTests, numPendingTests, numTodoTests, testResults } = JSON.parse(
     readFileSync(report, 'utf8'),
   )
   const skipped = numPendingTests + numTodoTests
+  // A file that fails before its tests run (an import that throws) has no test to count.
+  const unrun = testResults.filter(
+    (file) => file.status === 'failed' && file.assertionResults.length === 0,
+  ).length
   const counts = [`${numPassedTests} passed`, `${numFailedTests} failed`]
   if (skipped) counts.push(`${skipped} skipped`)
-  if (numFailedTestSuites)
-    counts.push(`${numFailedTestSuites} file${numFailedTestSuites === 1 ? '' : 's'} failed`)
+  if (unrun) counts.push(`${unrun} file${unrun === 1 ? '' : 's'} failed to run`)
   console.log(`vitest: ${counts.join(', ')}`)
 } catch {
   // No report (vitest failed before running tests): its exit status says what happened.

@@ -85,20 +85,43 @@ impl RawBatch {
         RawBatch(Mutex::new(Some(bytes)))
     }
 
-    /// The bytes of the raw batch `handle`, taken out of it.
-    fn take(env: &Env, handle: &Unknown) -> Result<Vec<u8>> {
+    /// The bytes of every raw batch of `handles`, taken out of them; none taken when one of them
+    /// is refused (not a raw batch, already encoded, or given twice), so that a refused call
+    /// leaves the others encodable.
+    fn take_all(env: &Env, handles: &[Unknown]) -> Result<Vec<Vec<u8>>> {
+        let mut taken = Vec::with_capacity(handles.len());
+        for handle in handles {
+            match Self::slot(env, handle, |slot| slot.take()) {
+                Ok(Some(bytes)) => taken.push(bytes),
+                refused => {
+                    for (handle, bytes) in handles.iter().zip(taken) {
+                        Self::slot(env, handle, |slot| *slot = Some(bytes))?;
+                    }
+                    refused?;
+                    return Err(Error::InvalidArgument(
+                        "encode: this raw batch was already encoded".into(),
+                    ));
+                }
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Runs `with` on the bytes slot of the raw batch `handle`.
+    fn slot<T>(env: &Env, handle: &Unknown, with: impl FnOnce(&mut Option<Vec<u8>>) -> T) -> Result<T> {
         // SAFETY: `from_napi_ref` checks that the value is an `External` this addon made of a
-        // `RawBatch`; JS cannot free it while `encode` runs, which holds it in `parts`.
+        // `RawBatch`; JS cannot free it while `encode` runs, which holds it in `parts`. The
+        // reference lives only for this call (a handle given twice is reached twice, one after
+        // the other).
         let batch =
             unsafe { External::<RawBatch>::from_napi_ref(env.raw(), handle.raw()) }.map_err(|_| {
                 Error::InvalidArgument("encode: parts must be raw batches of an Arrow cursor".into())
             })?;
-        let bytes = batch
+        let mut slot = batch
             .0
             .lock()
-            .map_err(|_| Error::Internal("a raw batch's lock is poisoned"))?
-            .take();
-        bytes.ok_or_else(|| Error::InvalidArgument("encode: this raw batch was already encoded".into()))
+            .map_err(|_| Error::Internal("a raw batch's lock is poisoned"))?;
+        Ok(with(&mut slot))
     }
 }
 
@@ -165,10 +188,7 @@ impl NativeArrowEncoder {
         if parts.len() != counts.len() {
             return Err(Error::InvalidArgument("encode: one count per part".into()).into());
         }
-        let parts = parts
-            .iter()
-            .map(|part| RawBatch::take(env, part))
-            .collect::<Result<Vec<_>>>()?;
+        let parts = RawBatch::take_all(env, &parts)?;
         let state = self.state.clone();
         spawn(
             env,
