@@ -88,7 +88,7 @@ impl NativeCollection {
             single_batch,
             limit,
         };
-        operation.open_read_cursor(
+        operation.open_cursor(
             env,
             true,
             input,
@@ -115,7 +115,7 @@ impl NativeCollection {
         aggregate.max_time = operation.max_time(aggregate.max_time);
         let retryable = !writes(&stages);
         let input = (self.collection.clone(), stages, aggregate);
-        operation.open_read_cursor(
+        operation.open_cursor(
             env,
             retryable,
             input,
@@ -153,8 +153,9 @@ impl NativeCollection {
         let operation = operation.limits(Opens::NoCursor)?;
         count.max_time = operation.max_time(count.max_time);
         let input = (self.collection.clone(), filter, count);
-        operation.run_read(
+        operation.run(
             env,
+            true,
             input,
             |(collection, filter, count)| async move {
                 Ok(collection.count_documents(filter).with_options(count).await?)
@@ -180,8 +181,9 @@ impl NativeCollection {
         let operation = operation.limits(Opens::NoCursor)?;
         estimate.max_time = operation.max_time(estimate.max_time);
         let input = (self.collection.clone(), estimate);
-        operation.run_read(
+        operation.run(
             env,
+            true,
             input,
             |(collection, estimate)| async move {
                 Ok(collection
@@ -215,8 +217,9 @@ impl NativeCollection {
         // No maxTimeMS derived from timeoutMS here: FerretDB rejects the field on `distinct`.
         let operation = operation.limits(Opens::NoCursor)?;
         let input = (self.collection.clone(), key, filter, distinct);
-        operation.run_read(
+        operation.run(
             env,
+            true,
             input,
             |(collection, key, filter, distinct)| async move {
                 Ok(collection.distinct(key, filter).with_options(distinct).await?)

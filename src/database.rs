@@ -54,15 +54,21 @@ impl NativeDatabase {
         let command = command_from_bytes(&command)?;
         let selection_criteria = operation.options.read_preference()?;
         let operation = operation.limits(Opens::NoCursor)?;
-        let database = self.database.clone();
-        let run = move || async move {
-            let mut run = database.run_raw_command(command);
-            if let Some(criteria) = selection_criteria {
-                run = run.selection_criteria(criteria);
-            }
-            Ok(run.await?)
-        };
-        operation.run(env, run, |reply| Ok(reply.to_vec()?.into()))
+        // A user's command is never retried (the official driver does not).
+        let input = (self.database.clone(), command, selection_criteria);
+        operation.run(
+            env,
+            false,
+            input,
+            |(database, command, selection_criteria)| async move {
+                let mut run = database.run_raw_command(command);
+                if let Some(criteria) = selection_criteria {
+                    run = run.selection_criteria(criteria);
+                }
+                Ok(run.await?)
+            },
+            |reply| Ok(reply.to_vec()?.into()),
+        )
     }
 
     /// Runs a command that opens a cursor (`listCollections`, `listIndexes`, `aggregate: 1`) and
@@ -84,12 +90,18 @@ impl NativeDatabase {
         cursor_options.comment = taken.any("comment");
         cursor_options.selection_criteria = taken.read_preference()?;
         let operation = operation.limits(Opens::Cursor)?;
-        let database = self.database.clone();
-        let open = move || async move {
-            let command = database.run_raw_cursor_command(command);
-            Ok(command.with_options(cursor_options).batch().await?)
-        };
-        operation.open_cursor(env, open, CursorStart::reading(output))
+        // Not retried: the official driver retries no `runCursorCommand`.
+        let input = (self.database.clone(), command, cursor_options);
+        operation.open_cursor(
+            env,
+            false,
+            input,
+            |(database, command, cursor_options)| async move {
+                let command = database.run_raw_cursor_command(command);
+                Ok(command.with_options(cursor_options).batch().await?)
+            },
+            CursorStart::reading(output),
+        )
     }
 
     /// Runs a database-level `aggregate` (`aggregate: 1`); `pipeline` is a BSON document
@@ -109,7 +121,7 @@ impl NativeDatabase {
         aggregate.max_time = operation.max_time(aggregate.max_time);
         let retryable = !writes(&stages);
         let input = (self.database.clone(), stages, aggregate);
-        operation.open_read_cursor(
+        operation.open_cursor(
             env,
             retryable,
             input,

@@ -240,7 +240,8 @@ impl Deadline {
     /// retryable read: a first attempt that exceeded `socketTimeoutMS` (a `MongoNetworkTimeoutError`
     /// there) is retried once, unless `retryReads` is off or `timeoutMS` expired meanwhile.
     /// `step` makes an attempt from `input`, which is cloned only when a retry is possible;
-    /// `retryable: false` (an aggregate that writes with `$out` or `$merge`) runs it as `run`.
+    /// `retryable: false` (a user's command, an aggregate that writes with `$out` or `$merge`) runs
+    /// it as `run`.
     ///
     /// The one place rumongo retries: the crate retries the failures it sees itself (network
     /// errors, retryable server codes) within an attempt, but not a socket timeout, which is

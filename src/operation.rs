@@ -90,37 +90,19 @@ impl ReadyOperation {
         self.timeout.max_time(max_time)
     }
 
-    /// Runs the command `command` makes on tokio under the operation's deadline (its clock starts
-    /// now) and resolves the Promise to `then` of its result.
+    /// Runs the command `command` makes from `input` on tokio under the operation's deadline (its
+    /// clock starts now) and resolves the Promise to `then` of its result. A `retryable` read (a
+    /// count, a distinct) whose first attempt exceeds `socketTimeoutMS` is retried once (see
+    /// `Deadline::run_read`); `input` is cloned only then.
     ///
     /// The command is made there, inside the spawned future, rather than passed in made: a future
     /// that awaits the crate is several KiB before it starts, and each move of it (into this
     /// function, into the spawned future, into its box) is a `memcpy` on the JS thread (3.3k more
     /// instructions per `findOne`, callgrind, when the fold first took it made).
-    pub fn run<'env, R, T, C>(
+    pub fn run<'env, I, C, R, T>(
         self,
         env: &'env Env,
-        command: impl FnOnce() -> C + Send + 'static,
-        then: impl FnOnce(R) -> Result<T> + Send + 'static,
-    ) -> napi::Result<PromiseRaw<'env, T>>
-    where
-        C: Future<Output = Result<R>> + Send + 'static,
-        R: Send + 'static,
-        T: Send + ToNapiValue + 'static,
-    {
-        let (client, deadline) = (self.client, self.timeout.start());
-        spawn(
-            env,
-            async move { then(deadline.run(&client.pool, command()).await?) },
-        )
-    }
-
-    /// `run` for a retryable read (a count, a distinct): `command` makes an attempt from `input`,
-    /// and a first attempt that exceeds `socketTimeoutMS` is retried (see `Deadline::run_read`).
-    /// As in `run`, each attempt's command is made inside the spawned future.
-    pub fn run_read<'env, I, C, R, T>(
-        self,
-        env: &'env Env,
+        retryable: bool,
         input: I,
         command: impl Fn(I) -> C + Send + 'static,
         then: impl FnOnce(R) -> Result<T> + Send + 'static,
@@ -133,34 +115,15 @@ impl ReadyOperation {
     {
         let (client, deadline) = (self.client, self.timeout.start());
         spawn(env, async move {
-            then(deadline.run_read(&client.pool, true, input, command).await?)
+            then(deadline.run_read(&client.pool, retryable, input, command).await?)
         })
     }
 
-    /// Runs the command `command` makes, which opens a cursor, as `run` does, and resolves to the
-    /// cursor, registered with its client (so that `close()` kills it) and bounded by the
-    /// operation's time limits.
-    pub fn open_cursor<'env, C>(
-        self,
-        env: &'env Env,
-        command: impl FnOnce() -> C + Send + 'static,
-        start: CursorStart,
-    ) -> napi::Result<PromiseRaw<'env, OpenedCursor>>
-    where
-        C: Future<Output = Result<RawBatchCursor>> + Send + 'static,
-    {
-        let (client, timeout) = (self.client, self.timeout);
-        let deadline = timeout.start();
-        spawn(env, async move {
-            let cursor = deadline.run(&client.pool, command()).await?;
-            start.open(&client, cursor, timeout, deadline).await
-        })
-    }
-
-    /// `open_cursor` for a retryable read (a find, an aggregate that does not write: pass
-    /// `retryable` false for one that does): `command` makes an attempt from `input` (see
-    /// `Deadline::run_read`).
-    pub fn open_read_cursor<'env, I, C>(
+    /// Runs the command `command` makes from `input`, which opens a cursor, as `run` does (a
+    /// `retryable` read: a find, an aggregate that does not write), and resolves to the cursor,
+    /// registered with its client (so that `close()` kills it) and bounded by the operation's time
+    /// limits.
+    pub fn open_cursor<'env, I, C>(
         self,
         env: &'env Env,
         retryable: bool,
