@@ -142,10 +142,14 @@ struct EncoderState {
     stream: Mutex<HeldStream>,
 }
 
+/// The stream of `append` encodes, written in place: each record batch is serialised straight into
+/// it (serialising it apart and then appending copied the ~58 MB of a 100k wide45 table once more,
+/// into memory freshly faulted in, session 12).
 #[derive(Default)]
 struct HeldStream {
-    bytes: Vec<u8>,
-    /// Length of the schema message at the start of `bytes`.
+    /// Started by the first append, with the schema message.
+    writer: Option<StreamWriter<Vec<u8>>>,
+    /// Length of the schema message at the start of the stream.
     schema_bytes: usize,
 }
 
@@ -172,10 +176,10 @@ impl NativeArrowEncoder {
     }
 
     /// Encodes raw cursor batches as one Arrow IPC stream: `parts[i]` is a `RawBatch` of
-    /// `counts[i]` BSON documents, whose bytes it takes. One record batch, or with `split` one per `SPLIT_BYTES` of BSON,
-    /// built in parallel. The first non-empty batch of an encoder without a schema fixes its
-    /// schema: encode it before the others. With `append`, the record batches join the encoder's
-    /// stream (see `finish_stream`) instead of `ipc`.
+    /// `counts[i]` BSON documents, whose bytes it takes. One record batch, or with `split` one per
+    /// rayon thread (see `split_by_bytes`), built in parallel. The first non-empty batch of an
+    /// encoder without a schema fixes its schema: encode it before the others. With `append`, the
+    /// record batches join the encoder's stream (see `finish_stream`) instead of `ipc`.
     #[napi(catch_unwind, ts_return_type = "Promise<ArrowBatch>")]
     pub fn encode<'env>(
         &self,
@@ -197,11 +201,7 @@ impl NativeArrowEncoder {
                 for (part, &count) in parts.iter().zip(&counts) {
                     split_documents(part, count as usize, &mut documents)?;
                 }
-                let mut encoded = state.encode(&documents, split)?;
-                if append {
-                    state.append(&mut encoded)?;
-                }
-                Ok(encoded)
+                state.encode(&documents, split, append)
             }),
         )
     }
@@ -221,7 +221,9 @@ impl NativeArrowEncoder {
 }
 
 impl EncoderState {
-    fn encode(&self, documents: &[&[u8]], split: bool) -> Result<ArrowBatch> {
+    /// Builds `documents` into record batches: as an IPC stream of their own in `ipc`, or with
+    /// `append` written into the held stream (`ipc` then absent).
+    fn encode(&self, documents: &[&[u8]], split: bool, append: bool) -> Result<ArrowBatch> {
         let inferred;
         let fields = match (self.fields.get(), documents.is_empty()) {
             (Some(fields), _) => fields,
@@ -284,9 +286,15 @@ impl EncoderState {
                 }
             }
         }
-        let (ipc, schema_bytes) = write_ipc(fields, &batches)?;
+        let (ipc, schema_bytes) = match append {
+            true => (None, self.append(fields, &batches)?),
+            false => {
+                let (ipc, schema_bytes) = write_ipc(fields, &batches)?;
+                (Some(ipc.into()), schema_bytes)
+            }
+        };
         Ok(ArrowBatch {
-            ipc: Some(ipc.into()),
+            ipc,
             schema_bytes,
             rows: documents.len() as u32,
             record_batches: batches.len() as u32,
@@ -304,39 +312,49 @@ impl EncoderState {
 }
 
 impl EncoderState {
-    /// Moves `encoded`'s record batches to the end of the held stream (its schema message too, for
-    /// the first).
-    fn append(&self, encoded: &mut ArrowBatch) -> Result<()> {
-        let Some(Bytes(ipc)) = encoded.ipc.take() else {
-            return Ok(());
-        };
-        let mut stream = self
+    /// Writes `batches` at the end of the held stream (started with the schema message of `fields`
+    /// by the first call); returns the length of that schema message.
+    fn append(&self, fields: &[FieldSpec], batches: &[arrow_array::RecordBatch]) -> Result<u32> {
+        const FAILED: Error = Error::Internal("writing an Arrow IPC stream failed");
+        let mut held = self
             .stream
             .lock()
             .map_err(|_| Error::Internal("an Arrow stream's lock is poisoned"))?;
-        let messages_end = ipc.len() - END_OF_STREAM_BYTES;
-        if stream.bytes.is_empty() {
-            stream.schema_bytes = encoded.schema_bytes as usize;
-            stream.bytes = ipc;
-            stream.bytes.truncate(messages_end);
-        } else {
-            stream
-                .bytes
-                .extend_from_slice(&ipc[encoded.schema_bytes as usize..messages_end]);
+        let HeldStream { writer, schema_bytes } = &mut *held;
+        let writer = match writer {
+            Some(writer) => writer,
+            None => {
+                let mut started =
+                    StreamWriter::try_new(Vec::new(), &arrow_schema(fields)).map_err(|_| FAILED)?;
+                started.flush().map_err(|_| FAILED)?;
+                *schema_bytes = started.get_ref().len();
+                writer.insert(started)
+            }
+        };
+        for batch in batches {
+            writer.write(batch).map_err(|_| FAILED)?;
         }
-        Ok(())
+        Ok(*schema_bytes as u32)
     }
 
     fn finish_stream(&self, metadata: Option<String>) -> Result<Bytes> {
         const FAILED: Error = Error::Internal("writing an Arrow IPC stream failed");
-        let mut stream = {
+        let held = {
             let mut held = self
                 .stream
                 .lock()
                 .map_err(|_| Error::Internal("an Arrow stream's lock is poisoned"))?;
             std::mem::take(&mut *held)
         };
-        if metadata.is_some() || stream.bytes.is_empty() {
+        let started = held.writer.is_some();
+        let mut bytes = match held.writer {
+            Some(mut writer) => {
+                writer.finish().map_err(|_| FAILED)?;
+                writer.into_inner().map_err(|_| FAILED)?
+            }
+            None => Vec::new(),
+        };
+        if metadata.is_some() || !started {
             let metadata: HashMap<String, String> = match metadata {
                 Some(json) => serde_json::from_str(&json).map_err(|_| {
                     Error::InvalidArgument("Arrow stream metadata must be JSON of strings".into())
@@ -350,29 +368,36 @@ impl EncoderState {
             writer.flush().map_err(|_| FAILED)?;
             drop(writer);
             // The schema message is replaced in place: the record batches after it move once.
-            stream.bytes.splice(..stream.schema_bytes, head);
+            bytes.splice(..held.schema_bytes, head);
+            if !started {
+                bytes.extend_from_slice(&END_OF_STREAM);
+            }
         }
-        stream.bytes.extend_from_slice(&END_OF_STREAM);
-        stream.bytes.shrink_to_fit();
-        Ok(Bytes(stream.bytes))
+        bytes.shrink_to_fit();
+        Ok(Bytes(bytes))
     }
 }
 
 /// The 8 bytes that end an Arrow IPC stream: a continuation marker and a zero length.
 const END_OF_STREAM: [u8; 8] = [0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0];
-const END_OF_STREAM_BYTES: usize = END_OF_STREAM.len();
 
-/// BSON per record batch of a split encode: chunks small enough to build on every core, large
-/// enough that a batch's own cost (its IPC message, apache-arrow's objects) stays small.
-const SPLIT_BYTES: usize = 2 * 1024 * 1024;
+/// The least BSON per record batch of a split encode. apache-arrow's JS side pays for every record
+/// batch (objects for each of its columns): a 100k-document wide45 `findArrow` in 42 record batches
+/// (2 MiB chunks) kept the JS thread busy 51-58 ms, in 14 (8 MiB) 32-35 ms (session 12).
+const MIN_SPLIT_BYTES: usize = 4 * 1024 * 1024;
 
-/// `documents` in chunks of about `SPLIT_BYTES` of BSON.
+/// `documents` in one chunk per rayon thread (built in parallel), each of at least
+/// `MIN_SPLIT_BYTES` of BSON.
 fn split_by_bytes<'a, 'b>(documents: &'b [&'a [u8]]) -> Vec<&'b [&'a [u8]]> {
+    let total: usize = documents.iter().map(|document| document.len()).sum();
+    let chunk_bytes = total
+        .div_ceil(rayon::current_num_threads().max(1))
+        .max(MIN_SPLIT_BYTES);
     let mut chunks = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (index, document) in documents.iter().enumerate() {
         bytes += document.len();
-        if bytes >= SPLIT_BYTES {
+        if bytes >= chunk_bytes {
             chunks.push(&documents[start..=index]);
             (start, bytes) = (index + 1, 0);
         }
