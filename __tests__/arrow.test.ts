@@ -2,6 +2,7 @@
 // Rust from the raw BSON, checked column by column against the official driver's documents.
 import { execFileSync } from 'node:child_process'
 import { createRequire } from 'node:module'
+import { availableParallelism } from 'node:os'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -531,12 +532,45 @@ describe('streaming over the replay server', () => {
     }
   })
 
+  it('findArrow asks for ~4 MiB server batches once the document size is known (find: ~512 KiB); a batchSize given is kept', async () => {
+    const batchSizes: number[] = []
+    const monitored = await MongoClient.connect(served.uri, { monitorCommands: true })
+    monitored.on('commandStarted', (event) => {
+      if (event.commandName === 'find') batchSizes.push(event.command.batchSize)
+    })
+    try {
+      // A projection of its own (every field but d14), so that no other test taught this query's
+      // document size.
+      const fields = ['_id', 'n', ...[...Array(14)].map((_, i) => `s${String(i + 1).padStart(2, '0')}`)]
+      fields.push(...[...Array(15)].map((_, i) => `i${String(i + 1).padStart(2, '0')}`))
+      fields.push(...[...Array(13)].map((_, i) => `d${String(i + 1).padStart(2, '0')}`))
+      const options = { limit: 20_000, projection: Object.fromEntries(fields.map((name) => [name, 1])) }
+      const wide = monitored.db('bench').collection('wide45')
+      expect((await wide.findArrow({}, options)).numRows).toBe(20_000)
+      // Unknown size: 2,000 documents, as a find's first read.
+      expect(batchSizes).toEqual([2000])
+      await wide.find({}, options).next()
+      const table = await wide.findArrow({}, options)
+      expect(table.numRows).toBe(20_000)
+      const [, found, bulk] = batchSizes
+      // ~810-byte documents: ~640 per find batch, 8 times as many per findArrow batch.
+      expect(found).toBeGreaterThan(500)
+      expect(found).toBeLessThan(800)
+      expect(Math.abs(bulk / found - 8)).toBeLessThan(0.05)
+      await wide.findArrow({}, { ...options, batchSize: 700 })
+      expect(batchSizes.at(-1)).toBe(700)
+    } finally {
+      await monitored.close()
+    }
+  })
+
   it('a large findArrow is built in parallel record batches, equal to the official documents', async () => {
     const wide = client.db('bench').collection('wide45')
     const table = await wide.findArrow({}, { limit: 20_000 })
     expect(table.numRows).toBe(20_000)
-    // ~15 MB of BSON: record batches of ~2 MiB, built on every core.
-    expect(table.batches.length).toBeGreaterThan(4)
+    // ~16 MB of BSON, one encode: a record batch per core, of at least 4 MiB, built in parallel.
+    expect(table.batches.length).toBeGreaterThanOrEqual(Math.min(availableParallelism(), 2))
+    expect(table.batches.length).toBeLessThanOrEqual(4)
     const official = await OfficialClient.connect(served.uri)
     try {
       const expected = await official

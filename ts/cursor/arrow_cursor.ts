@@ -63,14 +63,14 @@ export interface PipeArrowResult {
 }
 
 /** BSON per record batch of `findArrow` / `pipeArrow`: few record batches, bounded memory. */
-const TABLE_BATCH_BYTES = 8 * 1024 * 1024
+const TABLE_BATCH_BYTES = 16 * 1024 * 1024
 
 /**
- * Server batches fetched ahead by a Table or pipe read: one record batch's worth of learned
- * ~512 KiB batches, so the next ones arrive while one is built (with the default 2, fetching
- * stopped during each build).
+ * Server batches fetched ahead by a Table or pipe read, which reads in bulk (4 MiB batches, see
+ * `readInBulk`): one record batch's worth, so the next ones arrive while one is built (with the
+ * default 2, fetching stopped during each build).
  */
-const TABLE_PREFETCH = 16
+const TABLE_PREFETCH = 4
 
 const ARROW_OPTION_NAMES = ['schema', 'onTypeMismatch', 'objectId', 'rowsPerBatch', 'as'] as const
 
@@ -138,7 +138,7 @@ export function findArrowCursor(
   if (fields !== undefined && !('projection' in query)) query.projection = schemaProjection(fields)
   if (query.projection === undefined) delete query.projection
   const documents = new FindCursor<DocumentBatch>(source, filter, query, RAW_BATCHES)
-  if (tableBatches) documents.prefetch(TABLE_PREFETCH)
+  if (tableBatches) documents.prefetch(TABLE_PREFETCH).readInBulk()
   return new ArrowCursor(documents, encoder, rowsPerBatch, tableBatches ? TABLE_BATCH_BYTES : 0)
 }
 
@@ -155,7 +155,7 @@ export function aggregateArrowCursor(
       ? [...pipeline, { $project: schemaProjection(fields) }]
       : pipeline
   const documents = new AggregationCursor<DocumentBatch>(source, stages, query, RAW_BATCHES)
-  if (tableBatches) documents.prefetch(TABLE_PREFETCH)
+  if (tableBatches) documents.prefetch(TABLE_PREFETCH).readInBulk()
   return new ArrowCursor(documents, encoder, rowsPerBatch, tableBatches ? TABLE_BATCH_BYTES : 0)
 }
 

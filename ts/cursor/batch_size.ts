@@ -23,7 +23,16 @@ const DEFAULT_BATCH_SIZE = 2000
  * and 5-12% at 100k here, while 2,000 documents of 141-267 bytes (282-534 KB) were best for small
  * ones (BENCHMARKS.md, session 8).
  */
-const TARGET_BATCH_BYTES = 512 * 1024
+export const TARGET_BATCH_BYTES = 512 * 1024
+
+/**
+ * BSON bytes per batch of a bulk read, whose batches JS only passes on to Rust (an Arrow table or
+ * pipe: no JS document is built, and Rust gathers 16 MiB of BSON per record batch). Each server
+ * batch costs the JS thread a wake-up, a handed-over batch and the cursor's bookkeeping: a
+ * 100k-document wide45 `findArrow` kept it busy 25-39 ms in 512 KiB batches and 21-24 ms in 4 MiB
+ * ones (session 12).
+ */
+export const BULK_BATCH_BYTES = 4 * 1024 * 1024
 
 /** The fewest documents per learned batch: very large documents still share a round trip. */
 const MIN_BATCH_SIZE = 16
@@ -40,12 +49,16 @@ export function findSizeKey(namespace: string, projection: Document | undefined)
   return `${namespace} ${JSON.stringify(projection, (_, value) => (typeof value === 'bigint' ? `${value}n` : value))}`
 }
 
-/** The batch size for a query with this key when its caller sets none. */
-function batchSizeFor(key: string | undefined): number {
+/**
+ * The batch size for a query with this key when its caller sets none: about `targetBytes` per
+ * batch. {@link DEFAULT_BATCH_SIZE} also caps batches of small documents built into JS objects,
+ * for V8's young generation; a bulk read builds none.
+ */
+function batchSizeFor(key: string | undefined, targetBytes: number): number {
   const bytesPerDocument = key === undefined ? undefined : documentSizes.get(key)
   if (bytesPerDocument === undefined) return DEFAULT_BATCH_SIZE
-  const fitting = Math.floor(TARGET_BATCH_BYTES / bytesPerDocument)
-  return Math.min(DEFAULT_BATCH_SIZE, Math.max(MIN_BATCH_SIZE, fitting))
+  const fitting = Math.max(MIN_BATCH_SIZE, Math.floor(targetBytes / bytesPerDocument))
+  return targetBytes === BULK_BATCH_BYTES ? fitting : Math.min(DEFAULT_BATCH_SIZE, fitting)
 }
 
 /** Records the size of `count` documents of a query with this key (`bytes` of BSON). */
@@ -57,9 +70,14 @@ export function learnDocumentSize(key: string, count: number, bytes: number): vo
 
 /**
  * `command` with a batch size when it sets none (one-batch reads keep the server's): the one
- * learned for `key`, else {@link DEFAULT_BATCH_SIZE}.
+ * learned for `key` (about `targetBytes` per batch: {@link TARGET_BATCH_BYTES}, or
+ * {@link BULK_BATCH_BYTES}), else {@link DEFAULT_BATCH_SIZE}.
  */
-export function withDefaultBatchSize(command: Document, key?: string): Document {
+export function withDefaultBatchSize(
+  command: Document,
+  key?: string,
+  targetBytes: number = TARGET_BATCH_BYTES,
+): Document {
   if (command.batchSize !== undefined || command.singleBatch === true || command.limit < 0) return command
-  return { ...command, batchSize: batchSizeFor(key) }
+  return { ...command, batchSize: batchSizeFor(key, targetBytes) }
 }

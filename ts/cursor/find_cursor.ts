@@ -46,7 +46,11 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     const resolved = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
     const { bson } = resolved
     const sizeKey = findSizeKey(this.source.namespace, resolved.command.projection)
-    const command = withDefaultBatchSize(resolved.command, this.collectsAll ? undefined : sizeKey)
+    const command = withDefaultBatchSize(
+      resolved.command,
+      this.collectsAll ? undefined : sizeKey,
+      this.targetBatchBytes,
+    )
     const opened = await callNative(() =>
       collection.find(toBSON(this.#filter, bson), toBSON(command, bson), this.batchOutput(bson)),
     )
