@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 
 use crate::{
     error::{Error, Result},
-    format::{encode_documents, BatchOutput, DocumentBatch},
+    format::{encode_documents, BatchOutput, DocumentBatch, SharedReply},
     raw::{cstring_end, document_length},
     task::{catching_panics, on_rayon, send_from_rayon},
 };
@@ -22,6 +22,15 @@ const INLINE_ENCODE_BYTES: usize = 128 * 1024;
 
 /// The first part of a reply encoded in parts (see `encode_reply_in_parts`).
 const FIRST_PART_BYTES: usize = 32 * 1024;
+
+/// A server reply, shared by the batches encoded from it (see `SharedReply`).
+struct Reply(RawBatch);
+
+impl AsRef<[u8]> for Reply {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_raw_document().as_bytes()
+    }
+}
 
 /// A batch being encoded; its sender is dropped only if the encoder stopped.
 pub type PendingBatch = oneshot::Receiver<Result<DocumentBatch>>;
@@ -46,10 +55,11 @@ pub async fn encode_batch(
         BatchOutput::RelaxedJson | BatchOutput::PlainJson => INLINE_ENCODE_BYTES,
         BatchOutput::Tape | BatchOutput::Raw | BatchOutput::Lazy | BatchOutput::ArrowRaw => INLINE_TAPE_BYTES,
     };
-    if batch.as_raw_document().as_bytes().len() <= inline_limit {
-        return catching_panics(|| encode_reply(&batch, output, last, keep));
+    let reply = Arc::new(Reply(batch));
+    if (*reply).as_ref().len() <= inline_limit {
+        return catching_panics(|| encode_reply(reply, output, last, keep));
     }
-    on_rayon(move || encode_reply(&batch, output, last, keep)).await
+    on_rayon(move || encode_reply(reply, output, last, keep)).await
 }
 
 /// Encodes a reply larger than `INLINE_ENCODE_BYTES` as several batches, in order: a small first
@@ -98,11 +108,11 @@ pub fn encode_reply_in_parts(
             ..batch
         })
     };
-    let batch = Arc::new(batch);
+    let reply: SharedReply = Arc::new(Reply(batch));
     let encode = move |ranges: &[Range<usize>]| {
-        let reply = batch.as_raw_document().as_bytes();
-        let documents: Vec<&[u8]> = ranges.iter().map(|range| &reply[range.clone()]).collect();
-        encode_documents(&documents, output)
+        let bytes = (*reply).as_ref();
+        let documents: Vec<&[u8]> = ranges.iter().map(|range| &bytes[range.clone()]).collect();
+        encode_documents(&documents, output, &reply)
     };
     let mut parts = parts.into_iter().enumerate();
     let (_, first_part) = parts.next().expect("a reply has at least one part");
@@ -126,12 +136,14 @@ pub fn encode_reply_in_parts(
 }
 
 fn encode_reply(
-    batch: &RawBatch,
+    reply: Arc<Reply>,
     output: BatchOutput,
     last: bool,
     keep: Option<usize>,
 ) -> Result<DocumentBatch> {
-    let mut encoded = encode_documents(&document_slices(batch, keep)?, output)?;
+    let batch = &reply.0;
+    let shared: SharedReply = reply.clone();
+    let mut encoded = encode_documents(&document_slices(batch, keep)?, output, &shared)?;
     let cursor_id = reply_cursor_id(batch)?;
     encoded.has_more = !last && cursor_id != 0;
     encoded.cursor_id = Some(cursor_id.into());

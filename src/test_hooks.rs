@@ -2,6 +2,8 @@
 //! `npm test` and `npm run bench` build with it (`scripts/build.mjs --test-hooks`), the published
 //! build (`npm run build`) does not.
 
+use std::sync::Arc;
+
 use napi::{
     bindgen_prelude::{Buffer, PromiseRaw},
     Env,
@@ -11,7 +13,7 @@ use napi_derive::napi;
 use crate::{
     batch::array_documents,
     error::{Error, Result},
-    format::{encode_documents, BatchOutput, DocumentBatch},
+    format::{encode_documents, BatchOutput, DocumentBatch, SharedReply},
     task::{on_rayon, spawn},
 };
 
@@ -19,9 +21,10 @@ use crate::{
 /// `firstBatch` is encoded: lets tests and benchmarks feed any bytes through the same path.
 #[napi(catch_unwind)]
 pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<DocumentBatch> {
-    let reply = bson::RawDocument::from_bytes(reply.as_ref()).map_err(Error::from)?;
+    let shared: SharedReply = Arc::new(reply.to_vec());
+    let reply = bson::RawDocument::from_bytes((*shared).as_ref()).map_err(Error::from)?;
     let documents = array_documents(reply.get_array("batch").map_err(Error::from)?)?;
-    Ok(encode_documents(&documents, output)?)
+    Ok(encode_documents(&documents, output, &shared)?)
 }
 
 /// Panics in the place `place` names (`"sync"`: the exported function itself, `"async"`: a spawned

@@ -6,6 +6,7 @@ mod schema;
 
 use std::{
     collections::HashMap,
+    ops::Range,
     sync::{Arc, Mutex, OnceLock},
 };
 
@@ -23,8 +24,8 @@ use self::{
 };
 use crate::{
     error::{Error, Result},
+    format::SharedReply,
     handover::Bytes,
-    raw,
     task::{on_rayon, spawn},
 };
 
@@ -73,29 +74,56 @@ pub struct ArrowBatch {
     pub type_mismatch: Option<ArrowTypeMismatch>,
 }
 
-/// A server batch's documents' BSON, back to back, on its way from a cursor to an encoder
-/// (`BatchOutput::ArrowRaw`). JS holds it as an opaque `External`, not a Buffer: V8 counts a
+/// A server batch's documents on their way from a cursor to an encoder (`BatchOutput::ArrowRaw`):
+/// the reply they lie in and where. JS holds it as an opaque `External`, not a Buffer: V8 counts a
 /// Buffer's bytes as external memory and collects garbage for them (most of the JS thread's time
-/// in a large `findArrow`), while an `External` it sizes as nothing. `encode` takes the bytes out,
-/// so they are freed once encoded, not when JS collects the handle, and a handle encodes once.
-pub struct RawBatch(Mutex<Option<Vec<u8>>>);
+/// in a large `findArrow`), while an `External` it sizes as nothing. `encode` takes the documents
+/// out, so the reply is freed once encoded, not when JS collects the handle, and a handle encodes
+/// once.
+pub struct RawBatch(Mutex<Option<ReplyDocuments>>);
+
+/// Documents where they lie in a server reply.
+pub struct ReplyDocuments {
+    reply: SharedReply,
+    ranges: Vec<Range<usize>>,
+}
+
+impl ReplyDocuments {
+    fn documents(&self) -> impl Iterator<Item = &[u8]> {
+        let bytes = (*self.reply).as_ref();
+        self.ranges.iter().map(move |range| &bytes[range.clone()])
+    }
+}
 
 impl RawBatch {
-    pub fn new(bytes: Vec<u8>) -> Self {
-        RawBatch(Mutex::new(Some(bytes)))
+    /// The `documents`, which lie in `reply` (their length prefix and terminator checked, see
+    /// `batch::array_documents`).
+    pub fn in_reply(reply: &SharedReply, documents: &[&[u8]]) -> Self {
+        let base = (**reply).as_ref().as_ptr() as usize;
+        let ranges = documents
+            .iter()
+            .map(|document| {
+                let start = document.as_ptr() as usize - base;
+                start..start + document.len()
+            })
+            .collect();
+        RawBatch(Mutex::new(Some(ReplyDocuments {
+            reply: reply.clone(),
+            ranges,
+        })))
     }
 
-    /// The bytes of every raw batch of `handles`, taken out of them; none taken when one of them
-    /// is refused (not a raw batch, already encoded, or given twice), so that a refused call
+    /// The documents of every raw batch of `handles`, taken out of them; none taken when one of
+    /// them is refused (not a raw batch, already encoded, or given twice), so that a refused call
     /// leaves the others encodable.
-    fn take_all(env: &Env, handles: &[Unknown]) -> Result<Vec<Vec<u8>>> {
+    fn take_all(env: &Env, handles: &[Unknown]) -> Result<Vec<ReplyDocuments>> {
         let mut taken = Vec::with_capacity(handles.len());
         for handle in handles {
             match Self::slot(env, handle, |slot| slot.take()) {
-                Ok(Some(bytes)) => taken.push(bytes),
+                Ok(Some(documents)) => taken.push(documents),
                 refused => {
-                    for (handle, bytes) in handles.iter().zip(taken) {
-                        Self::slot(env, handle, |slot| *slot = Some(bytes))?;
+                    for (handle, documents) in handles.iter().zip(taken) {
+                        Self::slot(env, handle, |slot| *slot = Some(documents))?;
                     }
                     refused?;
                     return Err(Error::InvalidArgument(
@@ -108,7 +136,11 @@ impl RawBatch {
     }
 
     /// Runs `with` on the bytes slot of the raw batch `handle`.
-    fn slot<T>(env: &Env, handle: &Unknown, with: impl FnOnce(&mut Option<Vec<u8>>) -> T) -> Result<T> {
+    fn slot<T>(
+        env: &Env,
+        handle: &Unknown,
+        with: impl FnOnce(&mut Option<ReplyDocuments>) -> T,
+    ) -> Result<T> {
         // SAFETY: `from_napi_ref` checks that the value is an `External` this addon made of a
         // `RawBatch`; JS cannot free it while `encode` runs, which holds it in `parts`. The
         // reference lives only for this call (a handle given twice is reached twice, one after
@@ -199,7 +231,10 @@ impl NativeArrowEncoder {
             on_rayon(move || {
                 let mut documents = Vec::with_capacity(counts.iter().map(|&count| count as usize).sum());
                 for (part, &count) in parts.iter().zip(&counts) {
-                    split_documents(part, count as usize, &mut documents)?;
+                    if part.ranges.len() != count as usize {
+                        return Err(Error::InvalidArgument("encode: a count is not its part's".into()));
+                    }
+                    documents.extend(part.documents());
                 }
                 state.encode(&documents, split, append)
             }),
@@ -430,21 +465,4 @@ fn write_ipc(fields: &[FieldSpec], batches: &[arrow_array::RecordBatch]) -> Resu
     // long as its record batch lives.
     ipc.shrink_to_fit();
     Ok((ipc, schema_bytes))
-}
-
-/// Adds the `count` documents stored back to back in `bytes` to `documents`, each with its length
-/// prefix and terminator checked (`raw::document_length`; their elements are walked as the batch
-/// is built).
-fn split_documents<'a>(bytes: &'a [u8], count: usize, documents: &mut Vec<&'a [u8]>) -> Result<()> {
-    let mut at = 0;
-    for _ in 0..count {
-        let length =
-            raw::document_length(bytes, at).map_err(|_| Error::MalformedBson("invalid document length"))?;
-        documents.push(&bytes[at..at + length]);
-        at += length;
-    }
-    if at != bytes.len() {
-        return Err(Error::MalformedBson("bytes left after the batch's documents"));
-    }
-    Ok(())
 }
