@@ -282,13 +282,7 @@ impl Column {
 
     #[cold]
     fn mismatch(&mut self, tag: u8, value: &[u8], reading: &Reading) -> std::result::Result<(), Stop> {
-        // Bytes that are not BSON fail the batch whatever their column, as in the official driver.
-        match tag {
-            raw::STRING | raw::CODE | raw::SYMBOL => drop(utf8(value)?),
-            raw::BOOLEAN => drop(boolean(value)?),
-            raw::DOCUMENT | raw::ARRAY => drop(raw::document_length(value, 0)?),
-            _ => {}
-        }
+        check_value(tag, value)?;
         if reading.on_mismatch == OnMismatch::Error {
             return Err(Stop::Mismatch(TypeMismatch {
                 path: self.path.clone(),
@@ -399,7 +393,10 @@ impl Fields {
                 Some(name) if **name == *key => next,
                 _ => match self.names.iter().position(|name| **name == *key) {
                     Some(index) => index,
-                    None => continue,
+                    None => {
+                        check_value(tag, value)?;
+                        continue;
+                    }
                 },
             };
             next = index + 1;
@@ -421,6 +418,54 @@ impl Fields {
     fn finish(self) -> Vec<ArrayRef> {
         self.columns.into_iter().map(Column::finish).collect()
     }
+}
+
+/// Bytes that are not BSON fail the batch whatever their column, or without one (a field the schema
+/// leaves out), as in the official driver, which decodes every value: a value no column takes is
+/// still checked where js-bson would refuse it (strings' UTF-8 and terminator, booleans' byte, old
+/// binary's inner size, the framing of documents and code with scope, and everything inside them). Numbers and fixed-size
+/// values cannot be wrong once framed. Documents within are walked from a list, not by recursion:
+/// a reply may nest a document a million levels deep.
+#[inline]
+fn check_value(tag: u8, value: &[u8]) -> Parsed<()> {
+    let mut documents = Vec::new();
+    check_one_value(tag, value, &mut documents)?;
+    while let Some(document) = documents.pop() {
+        for element in raw::elements(document) {
+            let (tag, _, value) = element?;
+            check_one_value(tag, value, &mut documents)?;
+        }
+    }
+    Ok(())
+}
+
+/// Checks one value (see `check_value`); the documents within it join `documents`, their length
+/// prefix and terminator checked.
+#[inline]
+fn check_one_value<'a>(tag: u8, value: &'a [u8], documents: &mut Vec<&'a [u8]>) -> Parsed<()> {
+    match tag {
+        raw::STRING | raw::CODE | raw::SYMBOL => drop(utf8(value)?),
+        raw::BOOLEAN => drop(boolean(value)?),
+        raw::BINARY => drop(binary(value)?),
+        raw::DOCUMENT | raw::ARRAY => {
+            raw::document_length(value, 0)?;
+            documents.push(value);
+        }
+        // A string, then an ObjectId's 12 bytes (framed by `raw::value_length`).
+        raw::DB_POINTER => drop(utf8(&value[..value.len() - 12])?),
+        // Its size (framed), the code string, then the scope document, which ends the value.
+        raw::CODE_WITH_SCOPE => {
+            let code_end = 8 + raw::size_at(value, 4)?;
+            utf8(value.get(4..code_end).ok_or(Malformed)?)?;
+            let scope = value.get(code_end..).ok_or(Malformed)?;
+            if raw::document_length(scope, 0)? != scope.len() {
+                return Err(Malformed);
+            }
+            documents.push(scope);
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// A boolean's byte: 0 or 1, as the bson crate reads it.
