@@ -1,6 +1,6 @@
 // Which JS Arrow library wraps rumongo's IPC bytes faster: apache-arrow or @uwdata/flechette.
 // Builds 100k wide45 documents into Arrow IPC with rumongo's encoder (as findArrow does, in record
-// batches of ~8 MiB of BSON, held in Rust as one IPC stream), then times each library reading the
+// batches of ~16 MiB of BSON, held in Rust as one IPC stream), then times each library reading the
 // stream (the one Buffer findArrow hands over, no copy) and summing one int32 and one double column, and reading every string of one
 // utf8 column. Usage: node bench/arrow_readers.mjs [rows]
 import { createRequire } from 'node:module'
@@ -11,29 +11,32 @@ import * as flechette from '@uwdata/flechette'
 import { wide45Document } from './lib/datasets.mjs'
 
 const require = createRequire(import.meta.url)
-const { NativeArrowEncoder } = require('../dist/native.cjs')
+// The test hook `encodeTestBatch` (a `build:test` build): raw batches as a cursor hands them over.
+const { NativeArrowEncoder, encodeTestBatch } = require('../dist/native.cjs')
 
 const rows = Number(process.argv[2] ?? 100_000)
-const RECORD_BATCH_BSON = 8 * 1024 * 1024
+const RECORD_BATCH_BSON = 16 * 1024 * 1024
 
-// Raw batches as the cursor hands them over: documents back to back.
+// Raw batches (handles the encoder takes) as findArrow gathers them: ~16 MiB of BSON each.
 const parts = []
 const counts = []
 let current = []
 let bytes = 0
 for (let n = 0; n < rows; n++) {
-  const document = BSON.serialize(wide45Document(n))
+  const document = wide45Document(n)
   current.push(document)
-  bytes += document.length
+  bytes += BSON.calculateObjectSize(document)
   if (bytes >= RECORD_BATCH_BSON || n === rows - 1) {
-    parts.push(Buffer.concat(current))
+    parts.push(encodeTestBatch(BSON.serialize({ batch: current }), 'arrowRaw').rawBatch)
     counts.push(current.length)
     current = []
     bytes = 0
   }
 }
 const encoder = new NativeArrowEncoder({ objectIdHex: false, mismatchError: false })
-for (let i = 0; i < parts.length; i++) await encoder.encode([parts[i]], [counts[i]], false, true)
+let recordBatches = 0
+for (let i = 0; i < parts.length; i++)
+  recordBatches += (await encoder.encode([parts[i]], [counts[i]], true, true)).recordBatches
 const ipc = await encoder.finishStream(undefined)
 const ipcBytes = ipc.length
 
@@ -74,7 +77,7 @@ const time = (work) => {
   return [performance.now() - start, result]
 }
 
-console.log(`${rows} wide45 rows, ${batches.length} record batches, ${(ipcBytes / 1e6).toFixed(1)} MB of IPC`)
+console.log(`${rows} wide45 rows, ${recordBatches} record batches, ${(ipcBytes / 1e6).toFixed(1)} MB of IPC`)
 console.log('| library | wrap ms | sum int32 n + double d01 ms | read utf8 s01 ms | total ms |')
 console.log('| --- | --- | --- | --- | --- |')
 for (const [name, reader] of Object.entries(readers)) {
