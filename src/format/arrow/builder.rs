@@ -49,6 +49,9 @@ impl From<Malformed> for Stop {
     }
 }
 
+/// Bytes per value a variable-length column is first sized for.
+const TEXT_BYTES_GUESS: usize = 32;
+
 /// Largest integer magnitude a double holds exactly: an int64 beyond it does not fit a double column.
 const EXACT_DOUBLE_INTEGER: u64 = 1 << 53;
 
@@ -123,7 +126,10 @@ impl Column {
             Values::Bytes {
                 holds,
                 offsets,
-                data: Vec::new(),
+                // Grown from empty, a column of short strings was reallocated (and copied) a dozen
+                // times per batch (~2.5% of building, perf, session 12). A column lives only until
+                // its batch is written out.
+                data: Vec::with_capacity(rows * TEXT_BYTES_GUESS),
             }
         };
         let fixed = |tag, width| Values::Fixed {
@@ -390,8 +396,8 @@ impl Fields {
         for element in raw::elements(document) {
             let (tag, key, value) = element?;
             let index = match self.names.get(next) {
-                Some(name) if **name == *key => next,
-                _ => match self.names.iter().position(|name| **name == *key) {
+                Some(name) if same_key(name, key) => next,
+                _ => match self.names.iter().position(|name| same_key(name, key)) {
                     Some(index) => index,
                     None => {
                         check_value(tag, value)?;
@@ -466,6 +472,14 @@ fn check_one_value<'a>(tag: u8, value: &'a [u8], documents: &mut Vec<&'a [u8]>) 
         _ => {}
     }
     Ok(())
+}
+
+/// Whether a document's `key` is the column name `name`. Keys are a few bytes: compared byte by
+/// byte inline, where `==` on slices called `memcmp` for every field (~9% of building a 45-column
+/// batch, perf, session 12).
+#[inline(always)]
+fn same_key(name: &[u8], key: &[u8]) -> bool {
+    name.len() == key.len() && name.iter().zip(key).all(|(a, b)| a == b)
 }
 
 /// A boolean's byte: 0 or 1, as the bson crate reads it.
