@@ -564,6 +564,50 @@ describe('streaming over the replay server', () => {
     }
   })
 
+  it('pipeArrow and pipeJson hold only the parts being written, not all they wrote', async () => {
+    // A child process with --expose-gc: the sink collects garbage after every part and records the
+    // most external memory (where Buffers live) alive at once. Each pipe writes ~190-290 MB in all.
+    const large = await serveDocuments({}, { docs: 300_000 })
+    const script = `
+      const { Writable } = require('node:stream')
+      const { MongoClient } = require(${JSON.stringify(require.resolve('rumongo'))})
+      ;(async () => {
+        const client = await MongoClient.connect(${JSON.stringify(large.uri)})
+        const wide = client.db('bench').collection('wide45')
+        const out = {}
+        for (const method of ['pipeArrow', 'pipeJson']) {
+          let most = 0
+          let written = 0
+          const sink = new Writable({
+            write(chunk, _encoding, done) {
+              written += chunk.length
+              gc()
+              most = Math.max(most, process.memoryUsage().external)
+              setImmediate(done)
+            },
+          })
+          await wide[method]({}, { limit: 300000 }, sink)
+          out[method] = { most, written }
+        }
+        await client.close()
+        console.log(JSON.stringify(out))
+      })()
+    `
+    let out: Record<string, { most: number; written: number }>
+    try {
+      out = JSON.parse(execFileSync(process.execPath, ['--expose-gc', '-e', script], { encoding: 'utf8' }))
+    } finally {
+      await large.stop()
+    }
+    const MB = 1024 * 1024
+    // pipeArrow writes ~13 MB record batches (one written, one built ahead, one being freed);
+    // pipeJson a server batch's JSON at a time.
+    expect(out.pipeArrow!.written).toBeGreaterThan(150 * MB)
+    expect(out.pipeArrow!.most).toBeLessThan(60 * MB)
+    expect(out.pipeJson!.written).toBeGreaterThan(250 * MB)
+    expect(out.pipeJson!.most).toBeLessThan(30 * MB)
+  })
+
   it('a large findArrow is built in parallel record batches, equal to the official documents', async () => {
     const wide = client.db('bench').collection('wide45')
     const table = await wide.findArrow({}, { limit: 20_000 })

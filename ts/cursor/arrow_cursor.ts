@@ -413,10 +413,11 @@ export async function pipeArrow(
  */
 async function* ipcStream(cursor: ArrowCursor, written: PipeArrowResult): AsyncGenerator<Buffer> {
   try {
-    const first = (await cursor.nextIpcBatch()) ?? (await cursor.emptyBatch())
-    for (let batch: IpcBatch | null = first; batch !== null; batch = await cursor.nextIpcBatch()) {
+    // No binding holds the first batch (compared with it, it stayed alive for the whole pipe).
+    let batch: IpcBatch | null = (await cursor.nextIpcBatch()) ?? (await cursor.emptyBatch())
+    for (let index = 0; batch !== null; batch = await cursor.nextIpcBatch(), index++) {
       const chunk = batch.ipc.subarray(
-        batch === first ? 0 : batch.schemaBytes,
+        index === 0 ? 0 : batch.schemaBytes,
         batch.ipc.length - END_OF_STREAM.length,
       )
       written.rows += batch.rows
