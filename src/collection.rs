@@ -17,7 +17,7 @@ use crate::{
     cursor::OpenedCursor,
     error::{Error, Result},
     format::BatchOutput,
-    operation::{CursorStart, Opens, Operation},
+    operation::{CursorStart, Opens, Operation, ReadyOperation},
     options::{document_from_bytes, OperationOptions},
 };
 
@@ -108,12 +108,12 @@ impl NativeCollection {
         options: &[u8],
         output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, OpenedCursor>> {
-        let mut operation = Operation::begin(&self.client, options, "aggregate")?;
-        let stages = pipeline_from_bytes(pipeline)?;
-        let mut aggregate = aggregate_options(&mut operation.options)?;
-        let operation = operation.limits(Opens::Cursor)?;
-        aggregate.max_time = operation.max_time(aggregate.max_time);
-        let retryable = !writes(&stages);
+        let Aggregate {
+            operation,
+            stages,
+            aggregate,
+            retryable,
+        } = Aggregate::begin(&self.client, pipeline, options)?;
         let input = (self.collection.clone(), stages, aggregate);
         operation.open_cursor(
             env,
@@ -229,8 +229,35 @@ impl NativeCollection {
     }
 }
 
+/// An aggregate (on a collection or a database) ready to open its cursor: its stages, its options
+/// (`maxTimeMS` derived from `timeoutMS` when not given), and whether it is a retryable read.
+pub struct Aggregate {
+    pub operation: ReadyOperation,
+    pub stages: Vec<Document>,
+    pub aggregate: AggregateOptions,
+    pub retryable: bool,
+}
+
+impl Aggregate {
+    /// Reads an aggregate's `pipeline` (a BSON document `{ pipeline: [stage, ...] }`) and options.
+    pub fn begin(client: &Arc<ClientState>, pipeline: &[u8], options: &[u8]) -> Result<Self> {
+        let mut operation = Operation::begin(client, options, "aggregate")?;
+        let stages = pipeline_from_bytes(pipeline)?;
+        let mut aggregate = aggregate_options(&mut operation.options)?;
+        let operation = operation.limits(Opens::Cursor)?;
+        aggregate.max_time = operation.max_time(aggregate.max_time);
+        let retryable = !writes(&stages);
+        Ok(Aggregate {
+            operation,
+            stages,
+            aggregate,
+            retryable,
+        })
+    }
+}
+
 /// The options of an aggregate (on a collection or a database), but its time limits.
-pub fn aggregate_options(taken: &mut OperationOptions) -> Result<AggregateOptions> {
+fn aggregate_options(taken: &mut OperationOptions) -> Result<AggregateOptions> {
     let mut aggregate = AggregateOptions::default();
     aggregate.allow_disk_use = taken.bool("allowDiskUse")?;
     aggregate.batch_size = taken.batch_size()?;
@@ -247,14 +274,14 @@ pub fn aggregate_options(taken: &mut OperationOptions) -> Result<AggregateOption
 
 /// Whether a pipeline writes (ends with `$out` or `$merge`): such an aggregate is not a
 /// retryable read (the crate's rule, and the official driver's).
-pub fn writes(stages: &[Document]) -> bool {
+fn writes(stages: &[Document]) -> bool {
     stages
         .last()
         .and_then(|stage| stage.keys().next())
         .is_some_and(|stage| stage == "$out" || stage == "$merge")
 }
 
-pub fn pipeline_from_bytes(bytes: &[u8]) -> Result<Vec<Document>> {
+fn pipeline_from_bytes(bytes: &[u8]) -> Result<Vec<Document>> {
     let pipeline = match document_from_bytes(bytes)?.remove("pipeline") {
         Some(Bson::Array(stages)) => stages,
         _ => {

@@ -15,7 +15,7 @@ use napi_derive::napi;
 
 use crate::{
     client_state::ClientState,
-    collection::{aggregate_options, pipeline_from_bytes, writes},
+    collection::Aggregate,
     cursor::OpenedCursor,
     error::Result,
     format::BatchOutput,
@@ -114,12 +114,12 @@ impl NativeDatabase {
         options: Buffer,
         output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, OpenedCursor>> {
-        let mut operation = Operation::begin(&self.client, &options, "aggregate")?;
-        let stages = pipeline_from_bytes(&pipeline)?;
-        let mut aggregate = aggregate_options(&mut operation.options)?;
-        let operation = operation.limits(Opens::Cursor)?;
-        aggregate.max_time = operation.max_time(aggregate.max_time);
-        let retryable = !writes(&stages);
+        let Aggregate {
+            operation,
+            stages,
+            aggregate,
+            retryable,
+        } = Aggregate::begin(&self.client, &pipeline, &options)?;
         let input = (self.database.clone(), stages, aggregate);
         operation.open_cursor(
             env,
