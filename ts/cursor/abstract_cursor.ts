@@ -26,7 +26,7 @@ import {
 import { MongoDBNamespace } from '../namespace.js'
 import type { ReadConcernLike } from '../options.js'
 import { ReadConcern, ReadPreference, type ReadPreferenceMode } from '../read_preference.js'
-import { BULK_BATCH_BYTES, learnDocumentSize, TARGET_BATCH_BYTES } from './batch_size.js'
+import { learnDocumentSize } from './batch_size.js'
 import { checkFunction, describe } from '../validate.js'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
@@ -82,8 +82,8 @@ export abstract class AbstractCursor<TSchema = Document>
   /** False once a batch said the server cursor is exhausted. */
   #serverHasMore = true
   #prefetchBatches = DEFAULT_PREFETCH
-  /** About this much BSON per server batch when the caller sets no batch size (`batch_size.ts`). */
-  #targetBatchBytes = TARGET_BATCH_BYTES
+  /** Server batches sized for a bulk read when the caller sets no batch size (`readInBulk`). */
+  #bulk = false
   #id: Long | undefined = undefined
   #transform: ((document: any) => any) | null = null
   /** Opened by toArray(), which keeps every document (see `collectsAll`). */
@@ -266,18 +266,18 @@ export abstract class AbstractCursor<TSchema = Document>
   }
 
   /**
-   * @internal Reads in server batches of about {@link BULK_BATCH_BYTES} when the caller sets no
-   * batch size: for reads whose batches JS only hands on to Rust. Call it before reading.
+   * @internal Reads in server batches of about `BULK_BATCH_BYTES` (`batch_size.ts`) when the caller
+   * sets no batch size: for reads whose batches JS only hands on to Rust. Call it before reading.
    */
   readInBulk(): this {
     this.throwIfInitialized()
-    this.#targetBatchBytes = BULK_BATCH_BYTES
+    this.#bulk = true
     return this
   }
 
-  /** BSON per server batch to size the cursor's batches for (see `readInBulk`). */
-  protected get targetBatchBytes(): number {
-    return this.#targetBatchBytes
+  /** Whether the cursor reads in bulk (see `readInBulk`). */
+  protected get bulk(): boolean {
+    return this.#bulk
   }
 
   /**

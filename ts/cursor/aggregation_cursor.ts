@@ -55,7 +55,7 @@ export class AggregationCursor<TSchema = Document> extends AbstractCursor<TSchem
       : await this.source.nativeCollection()
     const resolved = resolveOperationOptions(AGGREGATE, this.#options, this.source.bsonOptions)
     const { bson } = resolved
-    const command = withDefaultBatchSize(resolved.command, undefined, this.targetBatchBytes)
+    const command = withDefaultBatchSize(resolved.command)
     const pipeline = toBSON({ pipeline: this.#pipeline }, bson)
     const opened = await callNative(() =>
       target.aggregate(pipeline, toBSON(command, bson), this.batchOutput(bson)),

@@ -23,7 +23,7 @@ const DEFAULT_BATCH_SIZE = 2000
  * and 5-12% at 100k here, while 2,000 documents of 141-267 bytes (282-534 KB) were best for small
  * ones (BENCHMARKS.md, session 8).
  */
-export const TARGET_BATCH_BYTES = 512 * 1024
+const TARGET_BATCH_BYTES = 512 * 1024
 
 /**
  * BSON bytes per batch of a bulk read, whose batches JS only passes on to Rust (an Arrow table or
@@ -32,7 +32,7 @@ export const TARGET_BATCH_BYTES = 512 * 1024
  * 100k-document wide45 `findArrow` kept it busy 25-39 ms in 512 KiB batches and 21-24 ms in 4 MiB
  * ones (session 12).
  */
-export const BULK_BATCH_BYTES = 4 * 1024 * 1024
+const BULK_BATCH_BYTES = 4 * 1024 * 1024
 
 /** The fewest documents per learned batch: very large documents still share a round trip. */
 const MIN_BATCH_SIZE = 16
@@ -50,15 +50,17 @@ export function findSizeKey(namespace: string, projection: Document | undefined)
 }
 
 /**
- * The batch size for a query with this key when its caller sets none: about `targetBytes` per
- * batch. {@link DEFAULT_BATCH_SIZE} also caps batches of small documents built into JS objects,
- * for V8's young generation; a bulk read builds none.
+ * The batch size for a query with this key when its caller sets none: about
+ * {@link TARGET_BATCH_BYTES} per batch, or {@link BULK_BATCH_BYTES} for a bulk read.
+ * {@link DEFAULT_BATCH_SIZE} also caps batches of small documents built into JS objects, for V8's
+ * young generation; a bulk read builds none.
  */
-function batchSizeFor(key: string | undefined, targetBytes: number): number {
+function batchSizeFor(key: string | undefined, bulk: boolean): number {
   const bytesPerDocument = key === undefined ? undefined : documentSizes.get(key)
   if (bytesPerDocument === undefined) return DEFAULT_BATCH_SIZE
+  const targetBytes = bulk ? BULK_BATCH_BYTES : TARGET_BATCH_BYTES
   const fitting = Math.max(MIN_BATCH_SIZE, Math.floor(targetBytes / bytesPerDocument))
-  return targetBytes === BULK_BATCH_BYTES ? fitting : Math.min(DEFAULT_BATCH_SIZE, fitting)
+  return bulk ? fitting : Math.min(DEFAULT_BATCH_SIZE, fitting)
 }
 
 /** Records the size of `count` documents of a query with this key (`bytes` of BSON). */
@@ -70,14 +72,9 @@ export function learnDocumentSize(key: string, count: number, bytes: number): vo
 
 /**
  * `command` with a batch size when it sets none (one-batch reads keep the server's): the one
- * learned for `key` (about `targetBytes` per batch: {@link TARGET_BATCH_BYTES}, or
- * {@link BULK_BATCH_BYTES}), else {@link DEFAULT_BATCH_SIZE}.
+ * learned for `key` (see `batchSizeFor`; `bulk` for a bulk read), else {@link DEFAULT_BATCH_SIZE}.
  */
-export function withDefaultBatchSize(
-  command: Document,
-  key?: string,
-  targetBytes: number = TARGET_BATCH_BYTES,
-): Document {
+export function withDefaultBatchSize(command: Document, key?: string, bulk = false): Document {
   if (command.batchSize !== undefined || command.singleBatch === true || command.limit < 0) return command
-  return { ...command, batchSize: batchSizeFor(key, targetBytes) }
+  return { ...command, batchSize: batchSizeFor(key, bulk) }
 }

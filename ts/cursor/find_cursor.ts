@@ -46,11 +46,7 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     const resolved = resolveOperationOptions(FIND, this.#options, this.source.bsonOptions)
     const { bson } = resolved
     const sizeKey = findSizeKey(this.source.namespace, resolved.command.projection)
-    const command = withDefaultBatchSize(
-      resolved.command,
-      this.collectsAll ? undefined : sizeKey,
-      this.targetBatchBytes,
-    )
+    const command = withDefaultBatchSize(resolved.command, this.collectsAll ? undefined : sizeKey, this.bulk)
     const opened = await callNative(() =>
       collection.find(toBSON(this.#filter, bson), toBSON(command, bson), this.batchOutput(bson)),
     )
