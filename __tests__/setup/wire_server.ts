@@ -26,9 +26,10 @@ export interface WireServerOptions {
   /**
    * Answers every command but the handshake, `ping`, `endSessions` and `killCursors` (the server
    * answers those itself); without it, find / aggregate / getMore / count serve `documents` and any
-   * other command gets `{ ok: 1 }`.
+   * other command gets `{ ok: 1 }`. A promise delays the answer until it settles (a slow or hung
+   * getMore: a promise that never settles is a server that never answers).
    */
-  answer?: (command: Document) => WireReply
+  answer?: (command: Document) => WireReply | Promise<WireReply>
   /** Answer hello as a mongos (`msg: 'isdbgrid'`): drivers then send `$readPreference`. */
   mongos?: boolean
   /** Documents every find / aggregate returns (when there is no `answer`). */
@@ -154,7 +155,7 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
   const cursors: OpenCursors = new Map()
   const sockets = new Set<Socket>()
 
-  const answer = (command: Document): WireReply => {
+  const answer = (command: Document): WireReply | Promise<WireReply> => {
     const name = Object.keys(command)[0]!
     if (HANDSHAKE.has(name)) return helloReply(options.mongos ?? false)
     if (name === 'ping' || name === 'endSessions') return { ok: 1 }
@@ -180,8 +181,8 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
       await new Promise((resolve) => setTimeout(resolve, options.delayMS))
       if (socket.destroyed) return
     }
-    const reply = answer(command)
-    if (reply === null) return
+    const reply = await answer(command)
+    if (reply === null || socket.destroyed) return
     if (reply === CLOSE_CONNECTION) {
       socket.destroy()
       return
