@@ -4,6 +4,8 @@ import { resolve } from 'node:path'
 import type { TestProject } from 'vitest/node'
 // @ts-expect-error: a plain ESM script without types
 import { startDevdb } from '../../scripts/devdb.mjs'
+// @ts-expect-error: a plain ESM script without types
+import { ensureReplayBinary } from '../../scripts/replay.mjs'
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -18,6 +20,9 @@ export default async function setup(project: TestProject) {
   if (typeof native.testPanic !== 'function') {
     throw new Error('dist/ was built without the test hooks: run `npm run build:test` (or `npm test`)')
   }
+  // The replay server is built here, before any test runs: built on first use, its release build
+  // (about 2.5 minutes on 2 cores) ran inside the first test's timeout and failed it.
+  ensureReplayBinary()
   if (process.env.MONGODB_URI) {
     project.provide('mongodbUri', process.env.MONGODB_URI)
     return
