@@ -1,6 +1,6 @@
 // `npm run package`: the npm tarballs a release publishes, in packages/ (gitignored):
 // rumongo-<version>.tgz, the main package, whose optionalDependencies name every platform
-// package, and rumongo-<triple>-<version>.tgz for each platform this machine can build: on
+// package (only this machine's with `--from-dist`), and rumongo-<triple>-<version>.tgz for each platform this machine can build: on
 // Linux every Linux target (cross-built with cargo-zigbuild), on macOS both macOS targets, on
 // Windows win32-x64-msvc. `-- --only main,linux-x64-gnu,...` packs only the named ones (`main` is
 // the main package): the release workflow's build jobs pack their platforms, and one job packs the
@@ -140,7 +140,12 @@ for (const entry of ['dist', 'ts', 'README.md', 'LICENSE', 'MIGRATION.md', 'BENC
     filter: (source) => !source.endsWith('.node'),
   })
 }
-pkg.optionalDependencies = Object.fromEntries(platforms.map((p) => [`rumongo-${p.triple}`, pkg.version]))
+// A release's main package names every platform package (each on the registry beside it). A local
+// `--from-dist` pack names only this machine's, the one tarball installed with it: a name npm cannot
+// find is left out of the user's lockfile, and `npm ci` then refuses that lockfile ("Missing:
+// rumongo-darwin-arm64@ from lock file").
+const named = values['from-dist'] ? platforms.filter((p) => p.triple === hostTriple) : platforms
+pkg.optionalDependencies = Object.fromEntries(named.map((p) => [`rumongo-${p.triple}`, pkg.version]))
 delete pkg.devDependencies
 delete pkg.scripts
 writeFileSync(join(stage, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`)
