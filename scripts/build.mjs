@@ -25,7 +25,11 @@ run(bin('napi'), [
   'build',
   '--platform',
   ...(release ? ['--release'] : []),
-  ...(testHooks ? ['--features', 'test-hooks'] : []),
+  // The test build has a target folder of its own: cargo names a cdylib's output without a hash, so
+  // the builds with and without the feature overwrote each other's librumongo.so, and every switch
+  // between `npm test` and `npm run build` (demo, soak, package) recompiled the addon (4-5 minutes
+  // of LTO on 2 cores) although nothing had changed.
+  ...(testHooks ? ['--features', 'test-hooks', '--target-dir', join(root, 'target', 'test-hooks')] : []),
   '--output-dir',
   staging,
   // The loader is ours (scripts/native-loader.cjs): napi's would blame npm for a missing binary.

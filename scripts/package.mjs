@@ -8,8 +8,8 @@
 // `-- --skip-build` packs the dist/ already built instead of running `npm run build` first.
 // `-- --from-dist` fills this machine's own platform package with the addon `npm run build` put in
 // dist/ instead of a cross build: it needs this machine's libc (not the 2.17 baseline), so it is
-// no release artifact, but it reuses the dependencies the test build compiled, which makes it
-// cheap enough for .ci/run to check the packaging with.
+// no release artifact, but it is one native build instead of a cross build per target, which
+// makes it cheap enough for .ci/run to check the packaging with.
 //
 // Cross builds need zig and cargo-zigbuild on PATH (`pip install ziglang cargo-zigbuild`) and the
 // rustup targets (added here when missing). They use their own target folder, target/package/, so
