@@ -1,6 +1,6 @@
 // The module graphs have no cycle: on the TypeScript side every import between ts/ files counts
 // (`import type` too: a type-only cycle still ties two modules' designs together), on the Rust side
-// every `crate::` path between the top-level modules of src/ (`format/` is one module). README's
+// every `crate::` path between the top-level modules of src/ (`format/` is one module). docs/development.md's
 // layout section describes the layers this keeps.
 import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'

@@ -108,7 +108,7 @@ const READS: [string, (client: AnyClient) => Promise<unknown>][] = [
 
 /**
  * The cursor without rumongo's read-ahead: by default rumongo sends the next getMores while the
- * caller reads (`prefetch`, README), where the official driver sends one when its buffer is empty.
+ * caller reads (`prefetch`, docs/streaming.md), where the official driver sends one when its buffer is empty.
  */
 function unprefetched<T extends object>(cursor: T): T {
   if ('prefetch' in cursor) (cursor.prefetch as (count: number) => unknown)(0)

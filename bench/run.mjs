@@ -1,7 +1,8 @@
 // `npm run bench`: the side-by-side benchmark suite. Runs every cell (target x workload x N x path)
 // in its own child process (bench/cell.mjs), the small reads of each target (bench/small.mjs, see
 // bench/lib/small_reads.mjs), then the decode micro bench (bench/decode.mjs), prints
-// a markdown table per target and writes bench/results/<date-time>.md (kept) and .json (raw data).
+// a markdown table per target and writes bench/results/<date-time>.md (kept) and .json (raw data);
+// a full run then refreshes BENCHMARKS.md's "Where it stands" table (bench/summary.mjs).
 //
 //   node bench/run.mjs [--quick] [--target replay|devdb|all] [--filter <substring>]
 //
@@ -22,6 +23,7 @@ import {
   summarizeRuns,
 } from './lib/report.mjs'
 import { measureSmallReads, smallReadsSection } from './lib/small_reads.mjs'
+import { updateSummary } from './summary.mjs'
 import { chooseTargets, startTarget } from './lib/targets.mjs'
 import { planFor, queryFor } from './lib/workloads.mjs'
 
@@ -248,6 +250,15 @@ async function main() {
 
   const raw = { mode, machine, addon: profile, features: [...features], targets, decoding: decoding?.data }
   progress(`results written to ${writeResults(machine, sections, raw)}`)
+  // A full run (filtered or not) refreshes the rows it measured in BENCHMARKS.md's "Where it
+  // stands", the block between its markers; a failure there loses no result.
+  if (mode === 'full') {
+    try {
+      progress(updateSummary())
+    } catch (error) {
+      progress(`BENCHMARKS.md's summary not updated: ${error.message}`)
+    }
+  }
   const rows = targets.flatMap((target) => [...target.rows, ...(target.smallReads ?? [])])
   const failedCells = rows.filter((row) => row.error).length
   if (failedCells > 0) progress(`${failedCells} cell(s) FAILED`)

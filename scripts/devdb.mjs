@@ -1,6 +1,6 @@
 // The embedded FerretDB dev server (devdb/): built on first use, started, stopped.
 //
-// CLI:     npm run devdb -- --port <port> --dir <data dir>   (foreground; prints "ready <uri>")
+// CLI:     npm run devdb -- --port <port> --dir <data dir>   (foreground; prints "devdb ready <uri> (data in <dir>)")
 // Library: const server = await startDevdb(); server.uri; await server.stop()
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'

@@ -134,7 +134,16 @@ if (!packMain) {
 const stage = join(out, '.stage')
 rmSync(stage, { recursive: true, force: true })
 mkdirSync(stage)
-for (const entry of ['dist', 'ts', 'README.md', 'LICENSE', 'MIGRATION.md', 'BENCHMARKS.md', 'CHANGELOG.md']) {
+for (const entry of [
+  'dist',
+  'ts',
+  'README.md',
+  'docs',
+  'LICENSE',
+  'MIGRATION.md',
+  'BENCHMARKS.md',
+  'CHANGELOG.md',
+]) {
   cpSync(join(root, entry), join(stage, entry), {
     recursive: true,
     filter: (source) => !source.endsWith('.node'),

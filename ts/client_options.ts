@@ -143,7 +143,7 @@ const CLIENT_OPTIONS: Readonly<Record<string, Handling>> = {
   connectionType: { unsupported: INTERNAL },
   index: { unsupported: INTERNAL },
   srvPoller: { unsupported: INTERNAL },
-  // rumongo's own: OpenTelemetry spans on or off (README, Observability).
+  // rumongo's own: OpenTelemetry spans on or off (docs/observability.md).
   tracing: 'rumongo',
 }
 

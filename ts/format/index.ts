@@ -2,7 +2,7 @@
  * The batch formats, one module a format, each mirroring its Rust side in src/format/: what the
  * native cursor prepares from each server batch (`BatchOutput`) and how JS turns such a batch into
  * a cursor's items. A cursor takes a format; adding one means a module here and one in
- * src/format/ (see README, "Layout").
+ * src/format/ (see docs/development.md, "Layout").
  * @module
  */
 import { BSON, type Document } from 'bson'
