@@ -47,14 +47,9 @@ import {
   type ReadOperationOptions,
 } from './options.js'
 import { checkFilter, describe } from './validate.js'
+import type { Filter, WithId } from './types/filter.js'
 
-/** `T` with its `_id`: the declared type, or ObjectId when `T` declares none. */
-export type WithId<TSchema> = Omit<TSchema, '_id'> & {
-  _id: TSchema extends { _id: infer Id } ? Id : ObjectId
-}
-
-/** A query filter: field conditions on `T` plus any operator document the server accepts. */
-export type Filter<TSchema> = { [Key in keyof WithId<TSchema>]?: unknown } & Document
+export type { Filter, WithId } from './types/filter.js'
 
 /** Options of `findCursor`: those of `find`, plus how documents are delivered. */
 export interface FindCursorOptions extends FindOptions {

@@ -69,6 +69,18 @@ export {
   type FindCursorOptions,
   type WithId,
 } from './collection.js'
+export type {
+  AlternativeType,
+  BitwiseFilter,
+  BSONTypeAlias,
+  Condition,
+  EnhancedOmit,
+  FilterOperators,
+  InferIdType,
+  NonObjectIdLikeDocument,
+  RegExpOrString,
+  RootFilterOperators,
+} from './types/filter.js'
 export type { JsonFormat, JsonOptions, PipeJsonResult } from './json.js'
 export { AbstractCursor } from './cursor/abstract_cursor.js'
 export {
