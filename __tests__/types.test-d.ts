@@ -6,11 +6,13 @@
 import { describe, expectTypeOf, it } from 'vitest'
 import type { RecordBatch, Table } from 'apache-arrow'
 import type { Collection as OfficialCollection } from 'mongodb'
+import { Schema, model as mongooseModel, type Model as MongooseModel, type Types } from 'mongoose'
 import {
   Binary,
   BSONRegExp,
   Decimal128,
   Long,
+  Model,
   MongoClient,
   ObjectId,
   type CommandStartedEvent,
@@ -325,9 +327,15 @@ describe('filters as strict as the official driver', () => {
     expectTypeOf<{ age: { $gte: 18 }; 'address.city': 'Paris' }>().toMatchTypeOf<Filter<User>>()
   })
 
-  it('accepts an untyped collection any filter', () => {
-    const any = client.db().collection('any')
-    any.find({ age: 'eighteen', 'a.b': { $gt: 1 }, $or: [{ x: 1 }] })
+  it('accepts any filter on an untyped collection, but an ObjectId _id', () => {
+    const untyped = client.db().collection('any')
+    const officialUntyped = {} as OfficialCollection
+    untyped.find({ age: 'eighteen', 'a.b': { $gt: 1 }, $or: [{ x: 1 }] })
+    officialUntyped.find({ age: 'eighteen', 'a.b': { $gt: 1 }, $or: [{ x: 1 }] })
+    // @ts-expect-error: an undeclared _id is an ObjectId (declare the schema for another type)
+    untyped.find({ _id: 5 })
+    // @ts-expect-error: an undeclared _id is an ObjectId (declare the schema for another type)
+    officialUntyped.find({ _id: 5 })
   })
 })
 
@@ -394,5 +402,73 @@ describe('sorts and projections as strict as the official driver', () => {
     users.find({}).project('name')
     // @ts-expect-error: a projection is a document
     officialUsers.find({}).project('name')
+  })
+})
+
+describe('Model types', () => {
+  it('types a model from its Mongoose model: filters by the raw document, results as lean()', async () => {
+    interface RawUser {
+      name: string
+      age: number
+      friend?: Types.ObjectId
+    }
+    const Users = Model.fromMongoose({} as MongooseModel<RawUser>, client)
+    const users = await Users.find({ age: { $gte: 18 } })
+    expectTypeOf(users[0].name).toEqualTypeOf<string>()
+    expectTypeOf(users[0]._id).toEqualTypeOf<Types.ObjectId>()
+    // @ts-expect-error: name is a string
+    const c: number = users[0].name
+    void c
+    expectTypeOf(await Users.findById(someId)).toEqualTypeOf<(typeof users)[number] | null>()
+    expectTypeOf(await Users.findOne({ name: 'Ada' }).exec()).toEqualTypeOf<(typeof users)[number] | null>()
+    for await (const user of Users.find().cursor()) expectTypeOf(user.age).toEqualTypeOf<number>()
+    // @ts-expect-error: age is a number (rumongo sends filters as given: Mongoose would cast '18')
+    void Users.find({ age: '18' })
+    // @ts-expect-error: countDocuments checks its filter
+    void Users.countDocuments({ name: 5 })
+    void Users.find({ friend: someId, 'address.city': 'Paris' })
+  })
+
+  it('types a model from a schema-inferred Mongoose model, and an untyped one as before', async () => {
+    const schema = new Schema({ name: { type: String, required: true }, age: Number, tags: [String] })
+    const Inferred = Model.fromMongoose(mongooseModel('Inferred', schema), client)
+    const [doc] = await Inferred.find()
+    expectTypeOf(doc.name).toEqualTypeOf<string>()
+    expectTypeOf(doc.tags).toEqualTypeOf<string[]>()
+    expectTypeOf(doc.__v).toEqualTypeOf<number>()
+    // @ts-expect-error: not a schema field
+    void doc.other
+    const Untyped = Model.fromMongoose({} as MongooseModel<any>, client)
+    expectTypeOf(Untyped).toEqualTypeOf<Model>()
+    expectTypeOf(await Untyped.find()).toEqualTypeOf<WithId<Document>[]>()
+  })
+
+  it('types Model.define from its field list', async () => {
+    const byList = await Model.define(users, ['name', 'address.city', 'scores.score']).find()
+    expectTypeOf(byList[0]).toEqualTypeOf<{
+      _id: ObjectId
+      name: string
+      address: { city: string }
+      scores: { score: number }[]
+    }>()
+    // @ts-expect-error: age is not in the field list
+    void byList[0].age
+    const byObject = await Model.define(users, { name: 1, nickname: true, _id: 0 }).findOne()
+    expectTypeOf(byObject).toEqualTypeOf<{ name: string; nickname?: string } | null>()
+    // @ts-expect-error: name is a string
+    const n: number = byList[0].name
+    void n
+    // A list the compiler does not know reads the whole schema.
+    const fields: string[] = ['name']
+    expectTypeOf(await Model.define(users, fields).find()).toEqualTypeOf<WithId<User>[]>()
+    // An untyped collection: the listed fields, of any type.
+    const [loose] = await Model.define(client.db().collection('users'), ['name', 'address.city']).find()
+    expectTypeOf(loose.name).toBeAny()
+    expectTypeOf(loose.address.city).toBeAny()
+    // @ts-expect-error: not in the field list
+    void loose.age
+    // Filters are the collection's.
+    // @ts-expect-error: age is a number
+    void Model.define(users, ['name']).find({ age: 'eighteen' })
   })
 })
