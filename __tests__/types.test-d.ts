@@ -339,6 +339,34 @@ describe('filters as strict as the official driver', () => {
   })
 })
 
+describe('results typed as the official driver types them', () => {
+  it('types documents, find<T>, findOne<T> and distinct by the schema', async () => {
+    expectTypeOf(await users.findOne({})).toEqualTypeOf(await officialUsers.findOne({}))
+    expectTypeOf(await users.find({}).toArray()).toEqualTypeOf(await officialUsers.find({}).toArray())
+    expectTypeOf(users.find<{ name: string }>({}, { projection: { name: 1 } })).toEqualTypeOf<
+      FindCursor<{ name: string }>
+    >()
+    expectTypeOf(await users.find<{ name: string }>({}).toArray()).toEqualTypeOf(
+      await officialUsers.find<{ name: string }>({}).toArray(),
+    )
+    expectTypeOf(await users.findOne<{ name: string }>({ age: 1 })).toEqualTypeOf(
+      await officialUsers.findOne<{ name: string }>({ age: 1 }),
+    )
+    expectTypeOf(await users.distinct('tags')).toEqualTypeOf<string[]>()
+    expectTypeOf(await users.distinct('tags')).toEqualTypeOf(await officialUsers.distinct('tags'))
+    expectTypeOf(await users.distinct('nickname', { age: 1 })).toEqualTypeOf(
+      await officialUsers.distinct('nickname', { age: 1 }),
+    )
+    expectTypeOf(await users.distinct('_id')).toEqualTypeOf<ObjectId[]>()
+    expectTypeOf(await users.distinct('address.city')).toEqualTypeOf<any[]>()
+    expectTypeOf(await officialUsers.distinct('address.city')).toEqualTypeOf<any[]>()
+    // @ts-expect-error: find<T> takes a document type
+    users.find<number>({})
+    // @ts-expect-error: find<T> takes a document type
+    officialUsers.find<number>({})
+  })
+})
+
 describe('sorts and projections as strict as the official driver', () => {
   it('accepts the official sort forms, readonly ones included', () => {
     users.find({}, { sort: { age: -1, name: 'asc', score: { $meta: 'textScore' } } })

@@ -76,6 +76,7 @@ export type {
   Condition,
   EnhancedOmit,
   FilterOperators,
+  Flatten,
   InferIdType,
   NonObjectIdLikeDocument,
   RegExpOrString,

@@ -43,6 +43,9 @@ export type EnhancedOmit<TRecordOrUnion, KeyUnion> = string extends keyof TRecor
 /** `T` with its `_id`: the declared type, or ObjectId when `T` declares none. */
 export type WithId<TSchema> = EnhancedOmit<TSchema, '_id'> & { _id: InferIdType<TSchema> }
 
+/** An array's element type; any other type as it is (the values `distinct` returns for a field). */
+export type Flatten<T> = T extends ReadonlyArray<infer Element> ? Element : T
+
 /** A query filter: conditions on `T`'s fields plus the top-level operators (`$and`, `$or`, ...). */
 export type Filter<TSchema> = {
   [Field in keyof WithId<TSchema>]?: Condition<WithId<TSchema>[Field]>
