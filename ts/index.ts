@@ -125,6 +125,7 @@ export { Model, type ModelOptions, type SanitizeFilterOptions } from './model/mo
 export { ModelQuery, type ModelFindOptions, type ModelPromise } from './model/query.js'
 export type { ModelFields, Selection } from './model/selection.js'
 export type { MongooseModelLike } from './model/mongoose.js'
+export type { ModelDocument, MongooseLeanDocument, MongooseRawDocType } from './types/model.js'
 export type {
   AggregateOptions,
   CollationOptions,
