@@ -495,6 +495,12 @@ describe('Model types', () => {
     expectTypeOf(loose.address.city).toBeAny()
     // @ts-expect-error: not in the field list
     void loose.age
+    // A typo in the field list.
+    // @ts-expect-error: not a field of User
+    Model.define(users, ['nmae'])
+    // @ts-expect-error: not a field of User
+    Model.define(users, { nmae: 1 })
+    Model.define(users, ['_id', 'address.city', 'address.anything'])
     // Filters are the collection's.
     // @ts-expect-error: age is a number
     void Model.define(users, ['name']).find({ age: 'eighteen' })

@@ -39,7 +39,12 @@ import {
   type QueryContext,
 } from './query.js'
 import { describe, isPlainObject } from '../validate.js'
-import type { ModelDocument, MongooseLeanDocument, MongooseRawDocType } from '../types/model.js'
+import type {
+  CheckedFields,
+  ModelDocument,
+  MongooseLeanDocument,
+  MongooseRawDocType,
+} from '../types/model.js'
 
 /** Options of `Model.define`. */
 export interface ModelOptions {
@@ -103,12 +108,13 @@ export class Model<TSchema extends Document = Document, TDocument = WithId<TSche
   /**
    * A model over `collection` reading only `fields`. `_id` is included unless `fields` has `_id: 0`.
    * Its documents are typed from the list: `Model.define(users, ['name', 'address.city'])` reads
-   * `{ _id, name, address: { city } }` with the collection's types for them.
+   * `{ _id, name, address: { city } }` with the collection's types for them; a field the
+   * collection's type lacks is a compile error (an untyped collection takes any path).
    * @throws MongoInvalidArgumentError on an empty or malformed field list.
    */
   static define<T extends Document = Document, const TFields extends ModelFields = ModelFields>(
     collection: Collection<T>,
-    fields: TFields,
+    fields: TFields & CheckedFields<T, TFields>,
     options: ModelOptions = {},
   ): Model<T, ModelDocument<T, TFields>> {
     if (typeof (collection as { find?: unknown } | null)?.find !== 'function') {

@@ -52,11 +52,31 @@ export type Projected<T, Paths extends string> =
                 : Projected<T[Key], PathsUnder<Paths, Key & string>>
             }
 
+/**
+ * The paths a field list may name for `TSchema`: a field, or a dotted path inside one (unchecked
+ * past the first segment); any path when the schema has an index signature (`Document`).
+ */
+export type SchemaPath<TSchema> = string extends keyof TSchema
+  ? string
+  : (keyof TSchema & string) | `${keyof TSchema & string}.${string}`
+
 /** The paths a `Model.define` field list includes (`_id` aside). */
 type ListedPaths<TFields> =
   TFields extends ReadonlyArray<infer Path>
     ? Path & string
     : { [Path in keyof TFields]: TFields[Path] extends 0 | false ? never : Path }[keyof TFields] & string
+
+/**
+ * What `Model.define` takes as the field list `TFields` for a `Collection<TSchema>`: `TFields`
+ * itself when each path is one of the schema's (or the paths are unknown to the compiler, as in a
+ * `string[]`), so that a path the schema lacks (a typo) fails to compile.
+ */
+export type CheckedFields<TSchema, TFields> =
+  string extends ListedPaths<TFields>
+    ? unknown
+    : TFields extends ReadonlyArray<any>
+      ? readonly SchemaPath<WithId<TSchema>>[]
+      : { readonly [Path in keyof TFields]: Path extends SchemaPath<WithId<TSchema>> ? TFields[Path] : never }
 
 /** `_id` is read unless the field list says `_id: 0` (or `false`). */
 type ReadsId<TFields> = TFields extends { readonly _id: 0 | false } ? never : '_id'
