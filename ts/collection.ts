@@ -47,14 +47,9 @@ import {
   type ReadOperationOptions,
 } from './options.js'
 import { checkFilter, describe } from './validate.js'
+import type { Filter, Flatten, WithId } from './types/filter.js'
 
-/** `T` with its `_id`: the declared type, or ObjectId when `T` declares none. */
-export type WithId<TSchema> = Omit<TSchema, '_id'> & {
-  _id: TSchema extends { _id: infer Id } ? Id : ObjectId
-}
-
-/** A query filter: field conditions on `T` plus any operator document the server accepts. */
-export type Filter<TSchema> = { [Key in keyof WithId<TSchema>]?: unknown } & Document
+export type { Filter, WithId } from './types/filter.js'
 
 /** Options of `findCursor`: those of `find`, plus how documents are delivered. */
 export interface FindCursorOptions extends FindOptions {
@@ -170,8 +165,11 @@ export class Collection<TSchema extends Document = Document> {
 
   /**
    * Documents matching `filter`. Returns a cursor; `await` it (or call `toArray()`) for the array.
-   * `filter` may also be an ObjectId, meaning `{ _id: id }`.
+   * `filter` may also be an ObjectId, meaning `{ _id: id }`. As in the official driver, `find<T>()`
+   * types the documents `T` instead (unchecked: for a projection or a schema the collection lacks).
    */
+  find(filter?: Filter<TSchema> | ObjectId, options?: FindOptions): FindCursor<WithId<TSchema>>
+  find<T extends Document>(filter?: Filter<TSchema> | ObjectId, options?: FindOptions): FindCursor<T>
   find(filter: Filter<TSchema> | ObjectId = {}, options: FindOptions = {}): FindCursor<WithId<TSchema>> {
     return new FindCursor(this.#cursorSource(), checkFilter(filter), this.#inherit(options))
   }
@@ -280,7 +278,9 @@ export class Collection<TSchema extends Document = Document> {
     return this.#findLazyCursor(filter, options).toArray()
   }
 
-  /** The first document matching `filter`, or `null`. */
+  /** The first document matching `filter`, or `null`; `findOne<T>()` types it `T`, as `find<T>()`. */
+  findOne(filter?: Filter<TSchema> | ObjectId, options?: FindOptions): Promise<WithId<TSchema> | null>
+  findOne<T = TSchema>(filter?: Filter<TSchema> | ObjectId, options?: FindOptions): Promise<T | null>
   async findOne(
     filter: Filter<TSchema> | ObjectId = {},
     options: FindOptions = {},
@@ -411,7 +411,16 @@ export class Collection<TSchema extends Document = Document> {
     return callNative(() => collection.estimatedDocumentCount(toBSON(command, bson)))
   }
 
-  /** The distinct values of `key` among documents matching `filter`. */
+  /**
+   * The distinct values of `key` among documents matching `filter`: typed by the schema for one of
+   * its top-level fields (an array field's elements), as in the official driver; else `T`.
+   */
+  distinct<Key extends keyof WithId<TSchema>>(
+    key: Key,
+    filter?: Filter<TSchema>,
+    options?: DistinctOptions,
+  ): Promise<Flatten<WithId<TSchema>[Key]>[]>
+  distinct<T = any>(key: string, filter?: Filter<TSchema>, options?: DistinctOptions): Promise<T[]>
   async distinct<T = any>(
     key: string,
     filter: Filter<TSchema> = {},

@@ -69,6 +69,19 @@ export {
   type FindCursorOptions,
   type WithId,
 } from './collection.js'
+export type {
+  AlternativeType,
+  BitwiseFilter,
+  BSONTypeAlias,
+  Condition,
+  EnhancedOmit,
+  FilterOperators,
+  Flatten,
+  InferIdType,
+  NonObjectIdLikeDocument,
+  RegExpOrString,
+  RootFilterOperators,
+} from './types/filter.js'
 export type { JsonFormat, JsonOptions, PipeJsonResult } from './json.js'
 export { AbstractCursor } from './cursor/abstract_cursor.js'
 export {
@@ -112,6 +125,7 @@ export { Model, type ModelOptions, type SanitizeFilterOptions } from './model/mo
 export { ModelQuery, type ModelFindOptions, type ModelPromise } from './model/query.js'
 export type { ModelFields, Selection } from './model/selection.js'
 export type { MongooseModelLike } from './model/mongoose.js'
+export type { ModelDocument, MongooseLeanDocument, MongooseRawDocType } from './types/model.js'
 export type {
   AggregateOptions,
   CollationOptions,

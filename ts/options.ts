@@ -9,15 +9,20 @@ import { MongoInvalidArgumentError } from './errors.js'
 import { describe, isPlainObject } from './validate.js'
 
 /** One sort direction, as the official driver accepts it. */
-export type SortDirection = 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending' | { $meta: string }
+export type SortDirection = 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending' | { readonly $meta: string }
 
-/** A sort: `{ a: 1, b: -1 }`, `'a'`, `['a', 'b']`, `['a', -1]`, `[['a', 1], ['b', -1]]` or a Map. */
+/**
+ * A sort: `{ a: 1, b: -1 }`, `'a'`, `['a', 'b']`, `['a', -1]`, `[['a', 1], ['b', -1]]` or a Map;
+ * readonly arrays and tuples (`as const`) too. The official driver's type, so the same call sites
+ * compile: it also admits a bare direction (`1`), which both drivers reject when the query runs.
+ */
 export type Sort =
   | string
-  | readonly string[]
-  | { [key: string]: SortDirection }
+  | Exclude<SortDirection, { readonly $meta: string }>
+  | ReadonlyArray<string>
+  | { readonly [key: string]: SortDirection }
   | ReadonlyMap<string, SortDirection>
-  | readonly [string, SortDirection][]
+  | ReadonlyArray<readonly [string, SortDirection]>
   | readonly [string, SortDirection]
 
 /** An index name or key pattern. */

@@ -6,7 +6,7 @@
  * @module
  */
 import type { Document } from 'bson'
-import type { Collection, WithId } from '../collection.js'
+import type { Collection, Filter, WithId } from '../collection.js'
 import { MongoInvalidArgumentError, MongoNotConnectedError } from '../errors.js'
 import type { MongoClient } from '../mongo_client.js'
 import {
@@ -39,6 +39,12 @@ import {
   type QueryContext,
 } from './query.js'
 import { describe, isPlainObject } from '../validate.js'
+import type {
+  CheckedFields,
+  ModelDocument,
+  MongooseLeanDocument,
+  MongooseRawDocType,
+} from '../types/model.js'
 
 /** Options of `Model.define`. */
 export interface ModelOptions {
@@ -71,8 +77,10 @@ export interface SanitizeFilterOptions {
 /**
  * A collection read through a schema. Create one with `Model.define` or `Model.fromMongoose`.
  * Results are plain objects (as Mongoose `.lean()`), holding only the schema's fields.
+ * `TSchema` is the collection's document type (filters are checked against it, as the
+ * collection's are); `TDocument` is what the model reads, typed from its fields.
  */
-export class Model<TSchema extends Document = Document> {
+export class Model<TSchema extends Document = Document, TDocument = WithId<TSchema>> {
   /** The collection, found when a query is built (a Mongoose model's database is known only then). */
   readonly #resolveCollection: () => Collection<TSchema>
   readonly #fields: FieldSet
@@ -99,25 +107,28 @@ export class Model<TSchema extends Document = Document> {
 
   /**
    * A model over `collection` reading only `fields`. `_id` is included unless `fields` has `_id: 0`.
+   * Its documents are typed from the list: `Model.define(users, ['name', 'address.city'])` reads
+   * `{ _id, name, address: { city } }` with the collection's types for them; a field the
+   * collection's type lacks is a compile error (an untyped collection takes any path).
    * @throws MongoInvalidArgumentError on an empty or malformed field list.
    */
-  static define<T extends Document = Document>(
+  static define<T extends Document = Document, const TFields extends ModelFields = ModelFields>(
     collection: Collection<T>,
-    fields: ModelFields,
+    fields: TFields & CheckedFields<T, TFields>,
     options: ModelOptions = {},
-  ): Model<T> {
+  ): Model<T, ModelDocument<T, TFields>> {
     if (typeof (collection as { find?: unknown } | null)?.find !== 'function') {
       throw new MongoInvalidArgumentError(`Model.define expects a collection, got ${describe(collection)}`)
     }
     return Model.#create(() => collection, fields, options, toObjectId)
   }
 
-  static #create<T extends Document>(
+  static #create<T extends Document, TDocument>(
     collection: () => Collection<T>,
     fields: ModelFields,
     options: ModelOptions,
     castId: (id: unknown) => unknown,
-  ): Model<T> {
+  ): Model<T, TDocument> {
     if (typeof options !== 'object' || options === null) {
       throw new MongoInvalidArgumentError(`Model options must be an object, got ${describe(options)}`)
     }
@@ -153,9 +164,14 @@ export class Model<TSchema extends Document = Document> {
    * discriminators' fields too, and a discriminator model filters on its value. Virtuals, getters,
    * populate, hooks and validation are not carried over. The database is the Mongoose connection's
    * when a query is built, so a model made before `mongoose.connect()` reads the database Mongoose
-   * connects to; a query built before that throws `MongoNotConnectedError`.
+   * connects to; a query built before that throws `MongoNotConnectedError`. Typed from the Mongoose
+   * model: filters by its raw document type, results as its `lean()` documents.
    */
-  static fromMongoose(model: MongooseModelLike, client: MongoClient, options: ModelOptions = {}): Model {
+  static fromMongoose<TModel extends MongooseModelLike>(
+    model: TModel,
+    client: MongoClient,
+    options: ModelOptions = {},
+  ): Model<MongooseRawDocType<TModel>, MongooseLeanDocument<TModel>> {
     if (typeof model?.schema?.paths !== 'object' || typeof model.collection?.collectionName !== 'string') {
       throw new MongoInvalidArgumentError(`fromMongoose expects a Mongoose model, got ${describe(model)}`)
     }
@@ -176,7 +192,7 @@ export class Model<TSchema extends Document = Document> {
         }
       : undefined
     const collectionName = model.collection.collectionName
-    let collection: Collection | undefined
+    let collection: Collection<MongooseRawDocType<TModel>> | undefined
     const resolveCollection = () => {
       // Read at each query: `fromMongoose` usually runs at import time, before `mongoose.connect()`
       // names the database (and `useDb()` may change it).
@@ -187,7 +203,9 @@ export class Model<TSchema extends Document = Document> {
             'connect Mongoose (mongoose.connect(uri)) before the first query',
         )
       }
-      if (collection?.dbName !== dbName) collection = client.db(dbName).collection(collectionName)
+      if (collection?.dbName !== dbName) {
+        collection = client.db(dbName).collection<MongooseRawDocType<TModel>>(collectionName)
+      }
       return collection
     }
     // Mongoose casts findById's id to the schema's `_id` type: an ObjectId unless declared otherwise.
@@ -269,19 +287,19 @@ export class Model<TSchema extends Document = Document> {
    * as the projection.
    */
   find(
-    filter: Document = {},
+    filter: Filter<TSchema> = {},
     projection?: Selection | null,
     options?: ModelFindOptions | null,
-  ): ModelQuery<WithId<TSchema>[]> {
+  ): ModelQuery<TDocument[]> {
     return this.#query('find', filter, projection, options)
   }
 
   /** The first document matching `filter` (projected to the schema), or `null`; arguments as `find`. */
   findOne(
-    filter: Document = {},
+    filter: Filter<TSchema> = {},
     projection?: Selection | null,
     options?: ModelFindOptions | null,
-  ): ModelQuery<WithId<TSchema> | null> {
+  ): ModelQuery<TDocument | null> {
     return this.#query('findOne', filter, projection, options)
   }
 
@@ -296,12 +314,12 @@ export class Model<TSchema extends Document = Document> {
     id: unknown,
     projection?: Selection | null,
     options?: ModelFindOptions | null,
-  ): ModelQuery<WithId<TSchema> | null> {
-    return this.findOne({ _id: this.#castId(id) }, projection, options)
+  ): ModelQuery<TDocument | null> {
+    return this.findOne({ _id: this.#castId(id) } as Filter<TSchema>, projection, options)
   }
 
   /** Number of documents matching `filter`. */
-  countDocuments(filter: Document = {}, options: CountDocumentsOptions = {}): ModelPromise<number> {
+  countDocuments(filter: Filter<TSchema> = {}, options: CountDocumentsOptions = {}): ModelPromise<number> {
     return withExec(this.#untyped.countDocuments(this.#filter(filter), options))
   }
 
@@ -314,14 +332,18 @@ export class Model<TSchema extends Document = Document> {
    * The distinct values of a schema field among documents matching `filter`.
    * @throws MongoInvalidArgumentError when `field` is not in the schema.
    */
-  distinct<T = any>(field: string, filter: Document = {}, options: DistinctOptions = {}): ModelPromise<T[]> {
+  distinct<T = any>(
+    field: string,
+    filter: Filter<TSchema> = {},
+    options: DistinctOptions = {},
+  ): ModelPromise<T[]> {
     checkPath(field)
     if (!this.#isReadable(field)) throw notInSchema(field, this.#fields.paths)
     return withExec(this.#untyped.distinct<T>(field, this.#filter(filter), options))
   }
 
   /** `{ _id }` of the first document matching `filter`, or `null` (Mongoose's `exists`). */
-  exists(filter: Document = {}): ModelPromise<{ _id: unknown } | null> {
+  exists(filter: Filter<TSchema> = {}): ModelPromise<{ _id: unknown } | null> {
     return withExec(this.#untyped.findOne(this.#filter(filter), { projection: { _id: 1 } }))
   }
 
