@@ -75,6 +75,16 @@ describe.each(Object.keys(pipes) as (keyof typeof pipes)[])('%s', (method) => {
     expect(outcome).toMatchObject({ error: { message: 'the reader went away' } })
   })
 
+  it('refuses a writable-like destination without end() before the query', async () => {
+    const items = await serve({ total: 100, batchSize: 10 })
+    const destination = Object.assign(new EventEmitter(), { write: () => true })
+    const outcome = await settledWithin(pipe(items, destination as unknown as NodeJS.WritableStream), 5000)
+    expect(outcome).toMatchObject({
+      error: { name: 'MongoInvalidArgumentError', code: 'ERR_INVALID_ARGUMENT' },
+    })
+    expect(opened!.server.received('find')).toHaveLength(0)
+  })
+
   it("resolves into a writable-like destination whose end() emits 'finish' at once", async () => {
     const items = await serve({ total: 100, batchSize: 10 })
     const chunks: Buffer[] = []

@@ -15,7 +15,11 @@ const receiving = new WeakSet<object>()
  * into: called before the query, so a bad destination sends nothing to the server.
  */
 export function checkDestination(method: string, destination: NodeJS.WritableStream): void {
-  if (typeof destination?.write !== 'function' || typeof destination.on !== 'function') {
+  if (
+    typeof destination?.write !== 'function' ||
+    typeof destination.end !== 'function' ||
+    typeof destination.on !== 'function'
+  ) {
     throw new MongoInvalidArgumentError(`${method} needs a Writable stream, got ${describe(destination)}`)
   }
   const writable = destination as NodeJS.WritableStream & Partial<Writable>
