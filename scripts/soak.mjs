@@ -1,7 +1,8 @@
 // `npm run soak`: a mixed read load on one client (find, findLazy, cursors left early with `break`,
 // findOne, countDocuments, aggregate, findJson, pipeJson into a consumer that goes away, bursts of
-// reads that time out, reads that fail in JS while decoding or transforming), every result
-// checked, for --seconds (default 300).
+// reads that time out, reads that fail in JS while decoding or transforming, Arrow cursors read by
+// concurrent calls, and Arrow cursors, pipeArrow and pipeJson whose getMores fail: their server
+// cursor is killed under them), every result checked, for --seconds (default 300).
 // Samples RSS (after a forced GC) and the client's open cursors every second, then compares the
 // first window (one minute, or a fifth of a shorter run) with the last one. Fails (exit 1) on any
 // wrong result or error, when the last window's median RSS exceeds the first's by more than
@@ -22,7 +23,7 @@ import { startDevdb } from './devdb.mjs'
 
 const require = createRequire(import.meta.url)
 const { MongoClient, MongoCursorExhaustedError, MongoOperationTimeoutError } = require('../dist/index.js')
-const { MongoClient: OfficialClient } = require('mongodb')
+const { Long, MongoClient: OfficialClient } = require('mongodb')
 
 const { values } = parseArgs({
   options: {
@@ -58,6 +59,29 @@ await official.db(dbName).collection('items').insertMany(documents)
 
 const client = await MongoClient.connect(uri, { maxPoolSize: 5 })
 const items = client.db(dbName).collection('items')
+
+// The pipes whose getMores fail: their server cursor is killed as soon as their find answers,
+// found by the find's `comment` on a client of their own that reports its commands.
+const KILLED_PIPE = 'soak: killed under a pipe '
+const piping = await MongoClient.connect(uri, { maxPoolSize: 5, monitorCommands: true })
+const pipedItems = piping.db(dbName).collection('items')
+const findsToKill = new Set()
+piping.on('commandStarted', (event) => {
+  if (event.commandName === 'find' && String(event.command.comment).startsWith(KILLED_PIPE)) {
+    findsToKill.add(event.requestId)
+  }
+})
+piping.on('commandSucceeded', (event) => {
+  if (findsToKill.delete(event.requestId)) void killCursor(event.reply.cursor.id)
+})
+piping.on('commandFailed', (event) => findsToKill.delete(event.requestId))
+
+/** Kills server cursor `id` from another client: the getMores of its owner then fail. */
+async function killCursor(id) {
+  const cursors = [typeof id === 'number' ? Long.fromNumber(id) : id]
+  const { cursorsKilled } = await official.db(dbName).command({ killCursors: 'items', cursors })
+  check(cursorsKilled.length === 1, 'killCursors from another client kills the cursor')
+}
 
 const leftCursorIds = []
 
@@ -167,6 +191,56 @@ const operations = [
     await Promise.all([refused.close(), transformed.close()])
     if (leftCursorIds.length < MAX_PROBED_CURSORS) leftCursorIds.push(transformed.id)
   },
+  async () => {
+    // An Arrow cursor read by 24 concurrent next() calls: each record batch once, in order.
+    const cursor = items.findArrowCursor({}, { sort: { _id: 1 }, batchSize: 100 })
+    const batches = await Promise.all(Array.from({ length: 24 }, () => cursor.next()))
+    const ids = batches.filter(Boolean).flatMap((batch) => [...batch.getChild('_id')])
+    check(
+      ids.length === DOCUMENTS &&
+        ids.every((id, k) => id === k) &&
+        batches.slice(20).every((b) => b === null),
+      'concurrent reads of an Arrow cursor',
+    )
+  },
+  async () => {
+    // An Arrow cursor whose server cursor is killed after its first record batch: a getMore fails,
+    // the read rejects with CursorNotFound (never an early end with rows missing), every later read
+    // with MongoCursorExhaustedError.
+    const cursor = items.findArrowCursor({}, { sort: { _id: 1 }, batchSize: 20 })
+    let rows = (await cursor.next()).numRows
+    await killCursor(cursor.id)
+    const failure = await (async () => {
+      for await (const batch of cursor) rows += batch.numRows
+    })().then(
+      () => null,
+      (error) => error,
+    )
+    check(failure?.codeName === 'CursorNotFound' && rows < DOCUMENTS, 'an Arrow cursor whose getMore fails')
+    const after = await cursor.nextIPC().catch((error) => error)
+    check(after instanceof MongoCursorExhaustedError, 'an Arrow read after a failed one rejects')
+  },
+  async (n) => {
+    // pipeArrow / pipeJson into a slow reader, their server cursor killed as soon as the find
+    // answers: a getMore fails and the pipe rejects, never resolves with rows missing.
+    const destination = new Writable({
+      highWaterMark: 1,
+      write: (_chunk, _encoding, done) => setTimeout(done, 2),
+    })
+    const options = { sort: { _id: 1 }, batchSize: 20, comment: `${KILLED_PIPE}${n}` }
+    const piped =
+      n % 2 === 0
+        ? pipedItems.pipeArrow({}, { ...options, rowsPerBatch: 20 }, destination)
+        : pipedItems.pipeJson({}, options, destination)
+    const failure = await piped.then(
+      () => null,
+      (error) => error,
+    )
+    check(
+      failure?.codeName === 'CursorNotFound',
+      `${n % 2 === 0 ? 'pipeArrow' : 'pipeJson'} whose getMore fails`,
+    )
+  },
 ]
 
 let completed = 0
@@ -197,7 +271,7 @@ const sampler = setInterval(async () => {
   samples.push({
     at: (Date.now() - started) / 1000,
     rss: process.memoryUsage().rss,
-    openCursors: await client.openCursorCount(),
+    openCursors: (await client.openCursorCount()) + (await piping.openCursorCount()),
     inFlight,
   })
 }, 1_000)
@@ -207,10 +281,10 @@ await new Promise((resolve) => setTimeout(resolve, seconds * 1_000))
 stopping = true
 await Promise.all(workers)
 clearInterval(sampler)
-const openCursorsAtEnd = await client.openCursorCount()
+const openCursorsAtEnd = (await client.openCursorCount()) + (await piping.openCursorCount())
 const serverCursorsLeft = await serverCursorsStillOpen(leftCursorIds)
 
-await client.close()
+await Promise.all([client.close(), piping.close()])
 await official.db(dbName).dropDatabase()
 await official.close()
 await server?.stop()

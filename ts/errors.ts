@@ -106,6 +106,17 @@ export class MongoCursorExhaustedError extends MongoAPIError {
   }
 }
 
+/**
+ * What every read of a cursor rejects with once one of its reads failed: reading on must not pass
+ * for the end of the results. The first failure is the `cause`.
+ */
+export function cursorFailedEarlier(failure: unknown): MongoCursorExhaustedError {
+  const reason = failure instanceof Error ? failure.message : String(failure)
+  return new MongoCursorExhaustedError(`Cursor is exhausted: an earlier read failed (${reason})`, {
+    cause: failure,
+  })
+}
+
 /** An operation ran on a client that is not connected (never connected, or closed). */
 export class MongoNotConnectedError extends MongoAPIError {
   override code = ErrorCode.NotConnected

@@ -15,7 +15,11 @@ const receiving = new WeakSet<object>()
  * into: called before the query, so a bad destination sends nothing to the server.
  */
 export function checkDestination(method: string, destination: NodeJS.WritableStream): void {
-  if (typeof destination?.write !== 'function' || typeof destination.on !== 'function') {
+  if (
+    typeof destination?.write !== 'function' ||
+    typeof destination.end !== 'function' ||
+    typeof destination.on !== 'function'
+  ) {
     throw new MongoInvalidArgumentError(`${method} needs a Writable stream, got ${describe(destination)}`)
   }
   const writable = destination as NodeJS.WritableStream & Partial<Writable>
@@ -31,8 +35,9 @@ export function checkDestination(method: string, destination: NodeJS.WritableStr
  * Writes `parts` into `destination` (checked by `checkDestination`), then ends it. `parts` reads
  * its first batch before yielding its first part: a query the server refuses rejects with the
  * destination untouched. Once writing, if the destination errors, closes or is ended elsewhere, or
- * `timeoutMS` passes (backpressure waits included), `close` kills the cursor, the destination is
- * destroyed (a partial output must not pass for a complete one) and the promise rejects.
+ * `timeoutMS` passes (backpressure waits included), the promise rejects at once, whatever read is
+ * in flight; `close` kills the cursor and the destination is destroyed (a partial output must not
+ * pass for a complete one).
  */
 export async function pipeParts(
   destination: NodeJS.WritableStream,
@@ -53,13 +58,14 @@ export async function pipeParts(
       if (!writable.write(value)) await watch.race(watch.drained())
     }
     watch.ending = true
+    // Listened for before end(): a writable-like destination may emit 'finish' inside end().
+    const finished = watch.finished()
     writable.end()
-    await watch.race(watch.finished())
+    await watch.race(finished)
   } catch (error) {
-    // Killed before the rejection, unless time ran out: a getMore in flight (a hung server) would
-    // hold it; the cursor is then killed once it is free.
-    const closing = close().catch(() => {})
-    if (!(error instanceof MongoOperationTimeoutError)) await closing
+    // Not awaited: a read in flight (a getMore the server is slow to answer, or never answers)
+    // would hold the cursor's close(), and with it the pipe, after its destination went away.
+    void close().catch(() => {})
     // Destroyed without the error, which would be an unhandled 'error' event on `destination`.
     if (wrote) writable.destroy?.()
     throw error

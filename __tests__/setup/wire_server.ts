@@ -220,3 +220,58 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
     },
   }
 }
+
+export interface ScriptedCursorOptions {
+  /** Documents the cursor returns in all (`Infinity`: a cursor that never ends). */
+  total: number
+  /** Documents a batch (the batchSize drivers send is ignored). */
+  batchSize: number
+  /** Document number `n` (default `{ n }`). */
+  document?: (n: number) => Document
+  /** Milliseconds each getMore waits before it answers (a slow server). */
+  getMoreDelayMS?: number
+  /**
+   * The answer to the `getMore`-th getMore of a cursor (1-based) in place of its batch, or
+   * `undefined` for the batch: an error reply, CLOSE_CONNECTION, a promise that never settles.
+   */
+  fault?: (getMore: number) => WireReply | Promise<WireReply> | undefined
+}
+
+/**
+ * An `answer` for `startWireServer`: every find opens a cursor of its own (ids from 100) over the
+ * documents `document(0)`, `document(1)`, ..., served `batchSize` a batch, with the faults and
+ * delays asked for; a getMore on an unknown cursor gets CursorNotFound.
+ */
+export function scriptedCursor(options: ScriptedCursorOptions) {
+  const { total, batchSize, document = (n: number) => ({ n }), getMoreDelayMS = 0, fault } = options
+  const cursors = new Map<bigint, { next: number; getMores: number }>()
+  let nextId = 100n
+  const serve = (id: bigint, cursor: { next: number }, key: 'firstBatch' | 'nextBatch') => {
+    const documents: Document[] = []
+    while (documents.length < batchSize && cursor.next < total) documents.push(document(cursor.next++))
+    const more = cursor.next < total
+    if (!more) cursors.delete(id)
+    return { cursor: { id: Long.fromBigInt(more ? id : 0n), ns: 'db.items', [key]: documents }, ok: 1 }
+  }
+  return async (command: Document): Promise<WireReply> => {
+    if (command.find !== undefined) {
+      const id = nextId++
+      const cursor = { next: 0, getMores: 0 }
+      cursors.set(id, cursor)
+      return serve(id, cursor, 'firstBatch')
+    }
+    if (command.getMore !== undefined) {
+      const id = BigInt(String(command.getMore))
+      const cursor = cursors.get(id)
+      if (cursor === undefined) {
+        return { ok: 0, code: 43, codeName: 'CursorNotFound', errmsg: `cursor id ${id} not found` }
+      }
+      const getMore = ++cursor.getMores
+      if (getMoreDelayMS > 0) await new Promise((resolve) => setTimeout(resolve, getMoreDelayMS))
+      const faulty = fault?.(getMore)
+      if (faulty !== undefined) return faulty
+      return serve(id, cursor, 'nextBatch')
+    }
+    return { ok: 0, errmsg: `unexpected ${Object.keys(command)[0]}`, code: 59 }
+  }
+}

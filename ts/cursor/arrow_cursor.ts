@@ -12,6 +12,7 @@ import { describe } from '../validate.js'
 import {
   callNative,
   callNativeSync,
+  cursorFailedEarlier,
   MongoArrowTypeMismatchError,
   MongoInvalidArgumentError,
 } from '../errors.js'
@@ -160,10 +161,19 @@ export function aggregateArrowCursor(
 }
 
 /**
+ * `failed`: building a record batch failed (a getMore, the encode, a type mismatch with
+ * `onTypeMismatch: 'error'`); every later read rejects instead of passing for the end of the results.
+ */
+type ArrowCursorState = 'open' | 'exhausted' | 'failed' | 'closed'
+
+/**
  * A cursor of Arrow record batches: one per server batch by default (see
  * {@link ArrowCursorOptions.rowsPerBatch}), all of one schema. Memory stays bounded: server batches
  * are fetched a few ahead of the reader, and one record batch is built ahead while the last one is
- * read. Leaving a `for await` early, `close()`, or closing the client kills the server cursor.
+ * read. Reads are served one after another in call order, concurrent ones included. A read that
+ * fails (its own or the one built ahead for it) rejects, and every later read rejects with
+ * `MongoCursorExhaustedError`. Leaving a `for await` early, `close()`, or closing the client kills
+ * the server cursor.
  */
 export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   readonly #documents: AbstractCursor<DocumentBatch>
@@ -174,11 +184,18 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   /** Rows of the record batches built so far. */
   #rows = 0
   #batches = 0
-  /** The next record batch, being built while the last one is read. */
+  /**
+   * The next record batch, being built while the last one is read. A build that fails stays here
+   * until the next read takes it: that read rejects with its error.
+   */
   #ahead: Promise<IpcBatch | null> | null = null
   #mismatches: Record<string, number> = {}
   #fields: NativeFields | undefined
-  #closed = false
+  #state: ArrowCursorState = 'open'
+  /** The error that failed the cursor (state `failed`). */
+  #failure: unknown = undefined
+  /** The last read still waiting: the next one starts once it settles. */
+  #waiting: Promise<unknown> | null = null
   /** Record batches go to the encoder's stream (`finishStream`), not to `nextIpcBatch`'s `ipc`. */
   #append = false
 
@@ -210,15 +227,16 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     return this.#rows
   }
 
-  /** True once closed or exhausted. */
+  /** True once closed, exhausted or failed. */
   get closed(): boolean {
-    return this.#closed
+    return this.#state !== 'open'
   }
 
   /**
    * The next record batch as an IPC stream of its own (schema, batch, end of stream), or `null`
    * at the end.
    * @throws MongoArrowTypeMismatchError with `onTypeMismatch: 'error'`; the cursor is closed.
+   * @throws MongoCursorExhaustedError after a read failed.
    */
   async nextIPC(): Promise<Buffer | null> {
     return (await this.nextIpcBatch())?.ipc ?? null
@@ -227,22 +245,49 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   /**
    * The next record batch, or `null` at the end (needs `apache-arrow`).
    * @throws MongoArrowTypeMismatchError with `onTypeMismatch: 'error'`; the cursor is closed.
+   * @throws MongoCursorExhaustedError after a read failed.
    */
-  async next(): Promise<ApacheArrow.RecordBatch | null> {
-    const arrow = await loadApacheArrow('ArrowCursor.next')
-    const batch = await this.nextIpcBatch()
-    return batch === null ? null : arrow.tableFromIPC(batch.ipc).batches[0]
+  next(): Promise<ApacheArrow.RecordBatch | null> {
+    return this.#inTurn(async () => {
+      // Before the read: a missing apache-arrow fails without taking a batch.
+      const arrow = await loadApacheArrow('ArrowCursor.next')
+      const batch = await this.#read()
+      return batch === null ? null : arrow.tableFromIPC(batch.ipc).batches[0]
+    })
   }
 
   /** @internal The next record batch as Rust built it. */
-  async nextIpcBatch(): Promise<IpcBatch | null> {
-    if (this.#closed) return null
-    const ahead = this.#ahead ?? this.#build()
+  nextIpcBatch(): Promise<IpcBatch | null> {
+    return this.#inTurn(() => this.#read())
+  }
+
+  /**
+   * Runs `read` once the reads called before it settled: two reads at once would both take the
+   * batch built ahead, or each start a build over the same server batches.
+   */
+  #inTurn<R>(read: () => Promise<R>): Promise<R> {
+    const result = this.#waiting === null ? read() : this.#waiting.then(read, read)
+    this.#waiting = result
+    const settled = () => {
+      if (this.#waiting === result) this.#waiting = null
+    }
+    result.then(settled, settled)
+    return result
+  }
+
+  async #read(): Promise<IpcBatch | null> {
+    const ahead = this.#ahead
     this.#ahead = null
-    const batch = await ahead
+    if (ahead === null) {
+      if (this.#state === 'failed') throw cursorFailedEarlier(this.#failure)
+      if (this.#state !== 'open') return null
+    }
+    // A build ahead that failed rejects here: this read gets its error, the later ones the above.
+    const batch = await (ahead ?? this.#build())
     // The schema is fixed once the first rows are built: the next batch may be built meanwhile.
-    if (batch !== null && this.#fields !== undefined && !this.#closed) {
+    if (batch !== null && this.#fields !== undefined && this.#state === 'open') {
       this.#ahead = this.#build()
+      // Not unhandled while nobody reads: the next read takes the rejection.
       this.#ahead.catch(() => {})
     }
     return batch
@@ -274,33 +319,42 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     return this.#encode([], [])
   }
 
-  /** Gathers the next server batches and builds them into a record batch. */
+  /**
+   * Gathers the next server batches and builds them into a record batch. Any failure (a getMore,
+   * the encode, a type mismatch) fails the cursor and kills the server cursor before rejecting.
+   */
   async #build(): Promise<IpcBatch | null> {
-    const parts: ExternalObject<'RawBatch'>[] = []
-    const counts: number[] = []
-    let rows = 0
-    let bytes = 0
-    for (;;) {
-      let batch: DocumentBatch | null
-      try {
-        batch = await this.#documents.next()
-      } catch (error) {
-        await this.close()
-        throw error
+    try {
+      const parts: ExternalObject<'RawBatch'>[] = []
+      const counts: number[] = []
+      let rows = 0
+      let bytes = 0
+      for (let batch; (batch = await this.#documents.next()) !== null;) {
+        parts.push(batch.rawBatch!)
+        counts.push(batch.count)
+        rows += batch.count
+        bytes += batch.documentBytes
+        // A large first reply arrives in parts (see DocumentBatch.replyPartsLeft): one server batch.
+        if (batch.replyPartsLeft === 0 && this.#enough(rows, bytes)) break
       }
-      if (batch === null) break
-      parts.push(batch.rawBatch!)
-      counts.push(batch.count)
-      rows += batch.count
-      bytes += batch.documentBytes
-      // A large first reply arrives in parts (see DocumentBatch.replyPartsLeft): one server batch.
-      if (batch.replyPartsLeft === 0 && this.#enough(rows, bytes)) break
+      if (parts.length === 0) {
+        await this.#end('exhausted')
+        return null
+      }
+      return await this.#encode(parts, counts)
+    } catch (error) {
+      await this.#end('failed', error)
+      throw error
     }
-    if (parts.length === 0) {
-      await this.close()
-      return null
+  }
+
+  /** Stops reading (unless closed meanwhile: a close stands) and closes the server cursor. */
+  async #end(state: 'exhausted' | 'failed', failure?: unknown): Promise<void> {
+    if (this.#state === 'open') {
+      this.#state = state
+      this.#failure = failure
     }
-    return this.#encode(parts, counts)
+    await this.#documents.close()
   }
 
   #enough(rows: number, bytes: number): boolean {
@@ -314,7 +368,6 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     const encoded = await callNative(() => this.#encoder.encode(parts, counts, split, this.#append))
     const mismatch = encoded.typeMismatch
     if (mismatch) {
-      await this.close()
       throw new MongoArrowTypeMismatchError(
         mismatch.path,
         this.#rows + mismatch.row,
@@ -335,9 +388,12 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     }
   }
 
-  /** Kills the server cursor if still open. Idempotent. */
+  /**
+   * Kills the server cursor if still open. Idempotent. A failed cursor stays failed: its reads keep
+   * rejecting.
+   */
   async close(): Promise<void> {
-    this.#closed = true
+    if (this.#state === 'open') this.#state = 'closed'
     this.#ahead = null
     await this.#documents.close()
   }
