@@ -181,17 +181,17 @@ describe('timeoutMS expiring mid-read (getMores of 100 ms, a cursor that never e
   // timeoutMS (its toArray() had not settled after 20 s).
   it('find and findJson reject with MongoOperationTimeoutError', async () => {
     const { items } = await serve(script)
-    expect((await outcome(items.find({}, { timeoutMS: 1000 }).toArray())).error).toBeInstanceOf(
+    expect((await outcome(items.find({}, { timeoutMS: 3000 }).toArray())).error).toBeInstanceOf(
       MongoOperationTimeoutError,
     )
-    expect((await outcome(items.findJson({}, { timeoutMS: 1000 }))).error).toBeInstanceOf(
+    expect((await outcome(items.findJson({}, { timeoutMS: 3000 }))).error).toBeInstanceOf(
       MongoOperationTimeoutError,
     )
   })
 
   it('an Arrow cursor rejects with MongoOperationTimeoutError, then MongoCursorExhaustedError', async () => {
     const { items } = await serve(script)
-    const cursor = items.findArrowCursor({}, { timeoutMS: 1000 })
+    const cursor = items.findArrowCursor({}, { timeoutMS: 3000 })
     const { rows, error } = await readAll(cursor)
     expect(error).toBeInstanceOf(MongoOperationTimeoutError)
     expect(rows).toBeGreaterThan(0)
@@ -200,7 +200,7 @@ describe('timeoutMS expiring mid-read (getMores of 100 ms, a cursor that never e
 
   it('pipeArrow rejects with MongoOperationTimeoutError', async () => {
     const { items } = await serve(script)
-    const { error } = await outcome(items.pipeArrow({}, { timeoutMS: 1000, rowsPerBatch: 10 }, sink()))
+    const { error } = await outcome(items.pipeArrow({}, { timeoutMS: 3000, rowsPerBatch: 10 }, sink()))
     expect(error).toBeInstanceOf(MongoOperationTimeoutError)
   })
 })
