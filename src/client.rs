@@ -21,8 +21,10 @@ use crate::{
 /// endSessions) before it stops waiting: reads in flight do not count, they end at once.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
-/// The crate's `maxPoolSize` when the connection string sets none.
-const DEFAULT_MAX_POOL_SIZE: u32 = 10;
+/// `maxPoolSize` when neither the connection string nor the options set one: the official
+/// driver's default. The crate's own default is 10, which capped every client at 10 reads in flight
+/// while `client.options.maxPoolSize` said 100.
+const DEFAULT_MAX_POOL_SIZE: u32 = 100;
 
 /// A connection to a MongoDB deployment (one connection pool per server).
 #[napi]
@@ -57,7 +59,8 @@ impl NativeClient {
         if let Some(monitor) = &monitor {
             monitor.install(&mut options, commands);
         }
-        let pool = PoolGate::new(options.max_pool_size.unwrap_or(DEFAULT_MAX_POOL_SIZE));
+        let max_pool_size = *options.max_pool_size.get_or_insert(DEFAULT_MAX_POOL_SIZE);
+        let pool = PoolGate::new(max_pool_size);
         let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;
         let database = client
             .default_database()
