@@ -284,21 +284,28 @@ impl Deadline {
         pool: &PoolGate,
         step: impl Future<Output = Result<T>> + Send + 'static,
     ) -> Result<T> {
+        let commands = StepCommands::default();
         let Some(closed) = &pool.closed else {
-            return self.run_open(pool, step).await;
+            return self.run_open(pool, step, &commands).await;
         };
         tokio::select! {
             biased;
-            () = closed.cancelled() => Err(Error::ClientClosed),
-            result = self.run_open(pool, step) => result,
+            () = closed.cancelled() => {
+                // The commands the step had started end as the official driver ends them when its
+                // client closes: a `commandFailed` (and its span) with `MongoClientClosedError`.
+                commands.abandon(Error::ClientClosed);
+                Err(Error::ClientClosed)
+            }
+            result = self.run_open(pool, step, &commands) => result,
         }
     }
 
-    /// `run` while the client is open.
+    /// `run` while the client is open; `commands` records what the step starts.
     async fn run_open<T: Send + 'static>(
         &self,
         pool: &PoolGate,
         step: impl Future<Output = Result<T>> + Send + 'static,
+        commands: &StepCommands,
     ) -> Result<T> {
         let remaining = self.at.map(|at| at.saturating_duration_since(Instant::now()));
         if remaining == Some(Duration::ZERO) {
@@ -307,7 +314,6 @@ impl Deadline {
             let Ok(slot) = pool.try_enter() else {
                 return Err(self.operation_timeout());
             };
-            let commands = StepCommands::default();
             let mut step = Box::pin(commands.scope(step));
             return match poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await {
                 Poll::Ready(result) => result,
@@ -325,7 +331,7 @@ impl Deadline {
                 None => {
                     // Never cancelled here, but it must not take a connection past the gate.
                     let _slot = pool.enter().await;
-                    return step.await;
+                    return commands.scope(step).await;
                 }
             },
         };
@@ -340,7 +346,6 @@ impl Deadline {
         let Ok(slot) = tokio::time::timeout(limit, pool.enter()).await else {
             return Err(timed_out());
         };
-        let commands = StepCommands::default();
         let mut step = Box::pin(commands.scope(step));
         match tokio::time::timeout_at(started + limit, step.as_mut()).await {
             Ok(Err(Error::Driver(error))) if self.timeout.is_some() && is_max_time_expired(&error) => {

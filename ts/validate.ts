@@ -31,6 +31,18 @@ export function describe(value: unknown): string {
   }
 }
 
+/**
+ * `describe` for a value anything may have thrown, `Error`s as `name: message`: never throws itself
+ * (a getter that throws, a revoked Proxy).
+ */
+export function describeThrown(value: unknown): string {
+  try {
+    return value instanceof Error ? `${value.name}: ${value.message}` : describe(value)
+  } catch {
+    return 'a value that cannot be described'
+  }
+}
+
 /** A filter must be a plain object; an ObjectId means `{ _id: id }` (as in the official driver). */
 export function checkFilter(filter: unknown): Document {
   if (isPlainObject(filter)) return filter
