@@ -31,6 +31,9 @@ use crate::{
 /// The server's code for an expired `maxTimeMS`.
 const MAX_TIME_MS_EXPIRED: i32 = 50;
 
+/// The longest `maxTimeMS` a server takes: a signed 32-bit count of milliseconds.
+const LONGEST_MAX_TIME: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// The client's defaults: `timeoutMS` and `socketTimeoutMS` from the connection string or the
 /// MongoClient options (zero or absent: no limit), and `retryReads`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -123,9 +126,15 @@ impl OperationTimeout {
 
     /// `maxTimeMS` to send when the caller set none: the server stops working on an operation
     /// the client has given up on. Not in iteration mode: the server counts a cursor's
-    /// `maxTimeMS` across all its getMores, which each get `timeoutMS` of their own there.
+    /// `maxTimeMS` across all its getMores, which each get `timeoutMS` of their own there. Not
+    /// for a `timeoutMS` beyond what a server takes as `maxTimeMS` (2^31 - 1 ms, about 25 days,
+    /// "maxTimeMS is out of range" past it): the client's deadline alone bounds such a read,
+    /// and the official driver 7.x sends no `maxTimeMS` for any `timeoutMS`.
     pub fn max_time(&self, max_time: Option<Duration>) -> Option<Duration> {
-        max_time.or(self.operation.filter(|_| !self.iteration))
+        let derived = self
+            .operation
+            .filter(|timeout| !self.iteration && *timeout <= LONGEST_MAX_TIME);
+        max_time.or(derived)
     }
 
     /// The deadline of the cursor's getMores: the operation's own in `cursorLifetime` mode.
