@@ -3,9 +3,20 @@
 // official driver (or Mongoose, for the Model) gives, or a typed error with a code: never a
 // crash, a TypeError of rumongo's own, a server error for rumongo's own option, or a query that
 // silently matches everything.
+import { createRequire } from 'node:module'
+import { Worker } from 'node:worker_threads'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import mongoose, { Schema, type Connection } from 'mongoose'
 import { MongoClient as OfficialClient, type Document } from 'mongodb'
-import { MongoClient, MongoInvalidArgumentError, MongoParseError } from 'rumongo'
+import {
+  BSONError,
+  Model,
+  MongoClient,
+  MongoInvalidArgumentError,
+  MongoParseError,
+  type Collection,
+} from 'rumongo'
+import { uniqueDbName, uri } from './setup/helpers.js'
 import { startWireServer, type WireServer } from './setup/wire_server.js'
 
 let server: WireServer
@@ -22,6 +33,23 @@ afterAll(async () => {
   await Promise.all([official?.close(), rumongo?.close()])
   await server?.stop()
 })
+
+/** How a call failed, comparable across the two drivers. */
+async function failure(call: () => Promise<unknown>) {
+  try {
+    await call()
+  } catch (error) {
+    return { name: (error as Error).constructor.name, message: (error as Error).message }
+  }
+  return 'resolved'
+}
+
+/** A document nested `depth` levels deep (the outermost counts as one). */
+function nested(depth: number): Document {
+  let document: Document = { leaf: 1 }
+  for (let level = 1; level < depth; level++) document = { a: document }
+  return document
+}
 
 describe('timeoutMS of any size', () => {
   /** The maxTimeMS of the find each driver sends for `findOne({}, options)`. */
@@ -83,5 +111,172 @@ describe('timeoutMS of any size', () => {
         expect((error as { code?: string }).code).toMatch(/^ERR_/)
       }
     }
+  })
+})
+
+describe('circular documents', () => {
+  const circular: Document = { a: 1 }
+  circular.self = circular
+  const circularList: unknown[] = [{ $match: { a: 1 } }]
+  circularList.push(circularList)
+
+  type Read = (
+    items: Collection | ReturnType<ReturnType<OfficialClient['db']>['collection']>,
+  ) => Promise<unknown>
+  const reads: [string, Read][] = [
+    ['filter', (items) => items.findOne(circular)],
+    ['projection', (items) => items.findOne({}, { projection: circular })],
+    ['find().project()', (items) => items.find({}).project(circular).toArray()],
+    ['hint', (items) => items.findOne({}, { hint: circular })],
+    ['let', (items) => items.findOne({}, { let: circular })],
+    ['collation', (items) => items.findOne({}, { collation: circular as never })],
+    ['comment', (items) => items.findOne({}, { comment: circular })],
+    ['max', (items) => items.find({}, { max: circular }).toArray()],
+    [
+      'a $meta sort',
+      (items) => items.findOne({}, { sort: { score: { $meta: 'textScore', circular } } as never }),
+    ],
+    ['pipeline stage', (items) => items.aggregate([{ $match: circular }]).toArray()],
+    ['countDocuments filter', (items) => items.countDocuments(circular)],
+    ['distinct filter', (items) => items.distinct('a', circular)],
+  ]
+
+  it.each(reads)('%s: the BSONError the official driver gives', async (_, read) => {
+    const expected = await failure(() => read(official.db('db').collection('items')))
+    const actual = await failure(() => read(rumongo.db('db').collection('items') as Collection))
+    expect(expected).toMatchObject({
+      name: 'BSONError',
+      message: 'Cannot convert circular structure to BSON',
+    })
+    expect(actual).toEqual(expected)
+  })
+
+  it('a sort direction that contains itself: MongoInvalidArgumentError (the official driver: a TypeError from its message)', async () => {
+    const items = rumongo.db('db').collection('items')
+    for (const sort of [circular, { a: circular }]) {
+      const error = await items.findOne({}, { sort: sort as never }).catch((caught: unknown) => caught)
+      expect(error).toBeInstanceOf(MongoInvalidArgumentError)
+      expect((error as Error).message).toBe('Invalid sort direction: an object (Object)')
+      expect(
+        await failure(() =>
+          official
+            .db('db')
+            .collection('items')
+            .findOne({}, { sort: sort as never }),
+        ),
+      ).toMatchObject({
+        name: 'TypeError',
+      })
+    }
+  })
+})
+
+describe('deeply nested documents', () => {
+  it('up to 1,000 levels are sent as the official driver sends them; deeper is a typed error, never a crash', async () => {
+    const items = rumongo.db('db').collection('items')
+    const sent = () => server.received('find').at(-1)!.filter
+    await items.findOne(nested(1000))
+    const received = sent()
+    await official.db('db').collection('items').findOne(nested(1000))
+    expect(received).toEqual(sent())
+    // Deeper, the native side's parsers ran out of stack: the process died (SIGSEGV) at 10,000.
+    for (const depth of [1001, 100_000]) {
+      const error = await items.findOne(nested(depth)).catch((caught: unknown) => caught)
+      expect(error).toBeInstanceOf(MongoInvalidArgumentError)
+      expect((error as Error).message).toBe(
+        'a document nested deeper than 1000 levels cannot be sent (servers take at most 200)',
+      )
+    }
+    await expect(items.aggregate([{ $match: nested(5000) }]).toArray()).rejects.toBeInstanceOf(
+      MongoInvalidArgumentError,
+    )
+    await expect(items.findOne({}, { sort: nested(100_000) as never })).rejects.toBeInstanceOf(
+      MongoInvalidArgumentError,
+    )
+  })
+
+  it('a worker thread (a smaller stack) reads with a 1,000-level filter', async () => {
+    const source = `
+      const { parentPort, workerData } = require('node:worker_threads')
+      const { MongoClient } = require(workerData.rumongo)
+      let filter = { leaf: 1 }
+      for (let level = 1; level < 1000; level++) filter = { a: filter }
+      MongoClient.connect(workerData.uri).then(async (client) => {
+        const found = await client.db('db').collection('items').findOne(filter)
+        await client.close()
+        parentPort.postMessage(found)
+      })`
+    const worker = new Worker(source, {
+      eval: true,
+      workerData: { uri: server.uri, rumongo: createRequire(import.meta.url).resolve('rumongo') },
+    })
+    const found = await new Promise((resolve, reject) => {
+      worker.once('message', resolve)
+      worker.once('error', reject)
+      worker.once('exit', (code) => reject(new Error(`worker exited with ${code}`)))
+    })
+    expect(found).toEqual({ _id: 1, name: 'a' })
+    await worker.terminate()
+  })
+})
+
+describe('Model: user data walked from a list', () => {
+  let connection: Connection
+  let client: MongoClient
+  let MongooseNode: mongoose.Model<any>
+  const dbName = uniqueDbName('input_limits')
+
+  // A recursive schema (a tree): Mongoose supports a schema nested in itself.
+  const nodeSchema = new Schema({ name: String, secret: { type: String, select: false } })
+  nodeSchema.add({ children: [nodeSchema] })
+
+  beforeAll(async () => {
+    connection = await mongoose.createConnection(uri, { dbName }).asPromise()
+    client = await MongoClient.connect(uri)
+    MongooseNode = connection.model('Node', nodeSchema, 'nodes')
+    await MongooseNode.insertMany([
+      { name: 'root', secret: 's', children: [{ name: 'leaf', secret: 't', children: [] }] },
+      { name: 'other', secret: 'u', children: [] },
+    ])
+  })
+
+  afterAll(async () => {
+    await connection?.dropDatabase()
+    await connection?.close()
+    await client?.close()
+  })
+
+  it('a recursive Mongoose schema: its paths are read, the recursion whole', async () => {
+    const Node = Model.fromMongoose(MongooseNode, client)
+    expect(Node.fields).toEqual(['__v', 'children', 'name'])
+    const lean = await MongooseNode.findOne({ name: 'root' }).lean()
+    expect(await Node.findOne({ name: 'root' })).toEqual(lean)
+  })
+
+  it('sanitizeFilter and rejectUnsafeOperators: any depth walked, a circular filter is the BSONError', async () => {
+    const Node = Model.define(client.db(dbName).collection('nodes'), ['name'], {
+      sanitizeFilter: true,
+      rejectUnsafeOperators: true,
+    })
+    let deep: Document = { name: 'root' }
+    for (let level = 0; level < 50_000; level++) deep = { $and: [deep] }
+    // Walked (the recursion overflowed the stack: a RangeError without a code), then refused as
+    // too deep to send.
+    await expect(Node.findOne(deep)).rejects.toThrow(/nested deeper than 1000 levels/)
+    expect(() => Model.sanitizeFilter(deep)).not.toThrow()
+    const circular: Document = { $or: [] }
+    circular.$or.push(circular)
+    expect(() => Model.sanitizeFilter(circular)).toThrow(BSONError)
+    await expect(Node.findOne(circular)).rejects.toThrow('Cannot convert circular structure to BSON')
+    // Trusted (sanitizing keeps it), and nested deep: rejectUnsafeOperators still finds it.
+    let unsafe: Document = { name: Model.trusted({ $where: 'true' }) }
+    for (let level = 0; level < 50_000; level++) unsafe = { $and: [unsafe] }
+    const Strict = Model.define(client.db(dbName).collection('nodes'), ['name'], {
+      sanitizeFilter: true,
+      rejectUnsafeOperators: true,
+    })
+    expect(() => Strict.countDocuments(unsafe)).toThrow(
+      'the operator $where is not allowed in a sanitized filter',
+    )
   })
 })
