@@ -220,7 +220,7 @@ describe('deeply nested documents', () => {
   })
 })
 
-describe('Model: user data walked from a list', () => {
+describe('Model: user data walked from a list, values BSON drops refused', () => {
   let connection: Connection
   let client: MongoClient
   let MongooseNode: mongoose.Model<any>
@@ -251,6 +251,52 @@ describe('Model: user data walked from a list', () => {
     expect(Node.fields).toEqual(['__v', 'children', 'name'])
     const lean = await MongooseNode.findOne({ name: 'root' }).lean()
     expect(await Node.findOne({ name: 'root' })).toEqual(lean)
+  })
+
+  it.each([
+    ['a Symbol', Symbol('id')],
+    ['a function', () => 1],
+  ])('findById with %s: a cast error (Mongoose: CastError), not the first document', async (_, id) => {
+    const Node = Model.fromMongoose(MongooseNode, client)
+    // (Mongoose takes a function as a callback and refuses it so.)
+    if (typeof id === 'symbol')
+      await expect(MongooseNode.findById(id)).rejects.toMatchObject({ name: 'CastError' })
+    expect(() => Node.findById(id)).toThrow(MongoInvalidArgumentError)
+    expect(() => Node.findById(id)).toThrow(
+      /^findById expects an ObjectId or 24 hex digits, got a (symbol|function)/,
+    )
+    // A model over a collection (no schema `_id` type): the same.
+    const Plain = Model.define(client.db(dbName).collection('nodes'), ['name'])
+    expect(() => Plain.findById(id)).toThrow(MongoInvalidArgumentError)
+  })
+
+  it('a filter value BSON has no form for is refused wherever it stands; undefined keeps its meaning', async () => {
+    const Node = Model.define(client.db(dbName).collection('nodes'), ['name'])
+    const dropped = [Symbol('x'), function where() {}]
+    for (const value of dropped) {
+      await expect(Node.find({ name: value })).rejects.toThrow(MongoInvalidArgumentError)
+      await expect(
+        Node.findOne({ $or: [{ name: 'root' }, { name: { $in: ['a', value] } }] }),
+      ).rejects.toThrow(/^Cannot cast a (symbol|function) .*at path "1"/)
+      await expect(Node.find().where('name').equals(value)).rejects.toThrow(MongoInvalidArgumentError)
+      expect(() => Node.countDocuments({ name: value })).toThrow(MongoInvalidArgumentError)
+      expect(() => Node.distinct('name', { name: value })).toThrow(MongoInvalidArgumentError)
+    }
+    // The collection's own methods send what js-bson makes of them, as the official driver's.
+    expect(
+      await client
+        .db(dbName)
+        .collection('nodes')
+        .countDocuments({ name: Symbol('x') }),
+    ).toBe(2)
+    // undefined: null unless ignoreUndefined, as the official driver sends it.
+    expect(await Node.find({ name: undefined })).toEqual([])
+    const ignoring = Model.define(client.db(dbName).collection('nodes', { ignoreUndefined: true }), ['name'])
+    expect(await ignoring.countDocuments({ name: undefined })).toBe(2)
+    // With serializeFunctions a function is sent (as Code): not refused.
+    const sending = Model.define(rumongo.db('db').collection('items', { serializeFunctions: true }), ['name'])
+    await sending.find({ name: function where() {} })
+    expect(server.received('find').at(-1)!.filter.name._bsontype).toBe('Code')
   })
 
   it('sanitizeFilter and rejectUnsafeOperators: any depth walked, a circular filter is the BSONError', async () => {

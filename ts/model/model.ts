@@ -29,6 +29,7 @@ import {
 } from './selection.js'
 import {
   ModelQuery,
+  checkFilterValues,
   checkFindOptions,
   checkPlainFilter,
   toAnyId,
@@ -345,6 +346,8 @@ export class Model<TSchema extends Document = Document> {
     if (discriminator?.value !== undefined && !(discriminator.key in result)) {
       result = { ...result, [discriminator.key]: discriminator.value }
     }
+    // (A collection-like object without BSON options sends functions as js-bson's default: not.)
+    checkFilterValues(result, this.collection.bsonOptions?.serializeFunctions ?? false)
     return result
   }
 
