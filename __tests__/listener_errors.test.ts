@@ -156,6 +156,41 @@ describe('a command listener that throws', () => {
   })
 })
 
+describe('a listener that throws on a cleanup command (killCursors, endSessions)', () => {
+  it('fails no close(), as the official driver squashes their errors', async () => {
+    // Another client with command listeners keeps every call tagged while these close.
+    const bystander = new MongoClient(server.uri, { monitorCommands: true })
+    bystander.on('commandStarted', () => {})
+    await bystander.connect()
+    async function closes(client: AnyClient) {
+      await client.connect()
+      client.on('commandStarted', (event: { commandName: string }) => {
+        if (event.commandName === 'killCursors' || event.commandName === 'endSessions') throw 42
+      })
+      const cursor = client.db('db').collection('items').find({}, { batchSize: 1 })
+      if ('prefetch' in cursor) cursor.prefetch(0)
+      await cursor.next()
+      const closed = await cursor.close().then(
+        () => 'resolved',
+        (error: unknown) => error,
+      )
+      const clientClosed = await client.close().then(
+        () => 'resolved',
+        (error: unknown) => error,
+      )
+      return [closed, clientClosed]
+    }
+    try {
+      const expected = await closes(new OfficialClient(server.uri, { monitorCommands: true }))
+      const actual = await closes(new MongoClient(server.uri, { monitorCommands: true }))
+      expect(expected).toEqual(['resolved', 'resolved'])
+      expect(actual).toEqual(expected)
+    } finally {
+      await bystander.close()
+    }
+  })
+})
+
 describe('the process lives whatever a listener, log destination or span hook throws', () => {
   it('every kind of throw on every listener path: the reads settle, warnings report the rest, exit code 0', async () => {
     const script = fileURLToPath(new URL('./fixtures/hostile_listeners.cjs', import.meta.url))

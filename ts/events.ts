@@ -729,7 +729,7 @@ export class ClientMonitor {
     if (event.name !== 'commandStarted' && this.#stoppedCommands.delete(event.requestId)) return
     const failure = emitGuarded(this.#emitter, event.name, event)
     if (!failure) return
-    this.#failCall(tag, event.name, failure.thrown)
+    this.#failCall(tag, event, failure.thrown)
     if (event.name === 'commandStarted') {
       // Bounded: an end event that never crosses (no listener for it) leaves its id here.
       if (this.#stoppedCommands.size >= STOPPED_COMMANDS_KEPT) this.#stoppedCommands.clear()
@@ -737,15 +737,23 @@ export class ClientMonitor {
     } else if (event.name === 'commandSucceeded') {
       const failed = commandFailedFrom(event, failure.thrown)
       const again = emitGuarded(this.#emitter, 'commandFailed', failed)
-      if (again) this.#failCall(tag, 'commandFailed', again.thrown)
+      if (again) this.#failCall(tag, failed, again.thrown)
     }
   }
 
-  /** Fails the call tagged `tag` with what a listener threw, or reports it once that call settled. */
-  #failCall(tag: number, name: string, thrown: unknown): void {
-    if (!recordListenerFailure(tag, thrown)) warn(`a '${name}' listener threw`, thrown)
+  /**
+   * Fails the call tagged `tag` with what a listener threw, or reports it once that call settled.
+   * Never a cleanup command's call: the official driver squashes the errors of its killCursors
+   * and endSessions (a cursor's or the client's `close()` does not reject for them).
+   */
+  #failCall(tag: number, event: CommandEvent, thrown: unknown): void {
+    const failsCall = !CLEANUP_COMMANDS.has(event.commandName)
+    if (!failsCall || !recordListenerFailure(tag, thrown)) warn(`a '${event.name}' listener threw`, thrown)
   }
 }
+
+/** Commands whose failure the official driver squashes: a listener's throw cannot fail their call. */
+const CLEANUP_COMMANDS = new Set(['killCursors', 'endSessions'])
 
 /** How many commands stopped by their `commandStarted` listener are remembered (see `#commandEvent`). */
 const STOPPED_COMMANDS_KEPT = 1024
