@@ -4,7 +4,7 @@
  */
 import { BSON, Long, ObjectId, type Document } from 'bson'
 import { MongoInvalidArgumentError } from './errors.js'
-import { describe } from './validate.js'
+import { describe, MAX_BSON_DEPTH, tooDeepError } from './validate.js'
 
 /** How documents are turned into BSON for the server (filters, pipelines, options). */
 export interface BSONSerializeOptions {
@@ -113,14 +113,6 @@ export function toBSON(document: Document, options: BSONSerializeOptions): Buffe
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 }
 
-/**
- * The deepest nesting of documents and arrays sent to the native side. Its parsers (the Rust
- * `bson` crate's, the driver's serializer) recurse per level and exhaust a thread's stack at a few
- * thousand levels, which kills the process; servers refuse far less (MongoDB: 100 levels in a
- * document, 200 in a command), so no query a server answers is refused here.
- */
-export const MAX_BSON_DEPTH = 1000
-
 /** The fewest bytes a level of nesting takes (type, empty key, length, terminator). */
 const MIN_BYTES_PER_LEVEL = 7
 
@@ -161,11 +153,7 @@ function checkDepth(bytes: Uint8Array): void {
     const fixed = FIXED_SIZES[type]
     if (fixed !== undefined) at += fixed
     else if (type === 0x03 || type === 0x04) {
-      if (ends.length === MAX_BSON_DEPTH) {
-        throw new MongoInvalidArgumentError(
-          `a document nested deeper than ${MAX_BSON_DEPTH} levels cannot be sent (servers take at most 200)`,
-        )
-      }
+      if (ends.length === MAX_BSON_DEPTH) throw tooDeepError()
       ends.push(at + length(at))
       at += 4
     } else if (type === 0x02 || type === 0x0d || type === 0x0e) at += 4 + length(at)

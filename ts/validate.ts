@@ -83,6 +83,22 @@ export function circularError(): BSONError {
   return new BSONError('Cannot convert circular structure to BSON')
 }
 
+/**
+ * The deepest nesting of documents and arrays rumongo sends (the outermost document is level 1).
+ * Deeper, the native side's parsers (the Rust `bson` crate's, the driver's serializer), which
+ * recurse per level, exhaust a thread's stack at a few thousand levels and kill the process;
+ * servers refuse far less (MongoDB: 100 levels in a document, 200 in a command), so no query a
+ * server answers is refused here.
+ */
+export const MAX_BSON_DEPTH = 1000
+
+/** The error for a document nested deeper than {@link MAX_BSON_DEPTH}. */
+export function tooDeepError(): MongoInvalidArgumentError {
+  return new MongoInvalidArgumentError(
+    `a document nested deeper than ${MAX_BSON_DEPTH} levels cannot be sent (servers take at most 200)`,
+  )
+}
+
 /** What a walk descends into: the containers js-bson serializes as documents or arrays. */
 function isContainer(value: unknown): value is object {
   return Array.isArray(value) || value instanceof Map || isPlainObject(value)
@@ -97,10 +113,10 @@ function entriesOf(container: object): [string, unknown][] {
 /**
  * Calls `visit(key, value, parent)` for every value nested in `root` (object fields, array items,
  * Map entries), a parent before its children, and descends into the value's own fields unless
- * `visit` returns false. Walked from a list, not by recursion, so a user's document of any depth
- * is walked (js-bson serializes any depth too). A value that contains one of its own ancestors
- * fails as js-bson fails on it: `BSONError: Cannot convert circular structure to BSON`, the error
- * the official driver gives for it. A value met twice side by side is not circular.
+ * `visit` returns false. Walked from a list, not by recursion. A value that contains one of its
+ * own ancestors fails as js-bson fails on it: `BSONError: Cannot convert circular structure to
+ * BSON`, the error the official driver gives for it (a value met twice side by side is not
+ * circular); one nested deeper than {@link MAX_BSON_DEPTH} fails as `toBSON` would refuse it.
  */
 export function walkDocument(
   root: unknown,
@@ -119,14 +135,16 @@ export function walkDocument(
     const [key, value] = frame.entries[frame.next++]
     if (visit(key, value, frame.container) === false || !isContainer(value)) continue
     if (ancestors.has(value)) throw circularError()
+    if (stack.length === MAX_BSON_DEPTH) throw tooDeepError()
     ancestors.add(value)
     stack.push({ container: value, entries: entriesOf(value), next: 0 })
   }
 }
 
 /**
- * Throws the official driver's `BSONError` for a document that contains itself, before code that
- * walks it for another purpose (a batch-size key, a sort) meets the cycle with an error of its own.
+ * Throws the official driver's `BSONError` for a document that contains itself (and `toBSON`'s
+ * error for one too deep to send), before code that walks it for another purpose (a batch-size
+ * key's JSON, a sort) meets the cycle or the depth with an error of its own.
  */
 export function checkAcyclic(document: unknown): void {
   walkDocument(document)
