@@ -134,6 +134,26 @@ describe('a command listener that throws', () => {
     },
   )
 
+  it("a commandFailed listener that throws in turn: its error is the read's, as the official driver", async () => {
+    const second = new RangeError('from commandFailed')
+    const { expected, actual } = await both(
+      (client) => {
+        client.on('commandSucceeded', () => {
+          throw new TypeError('from commandSucceeded')
+        })
+        client.on('commandFailed', () => {
+          throw second
+        })
+      },
+      (client) => client.db('db').collection('items').findOne({}),
+      second,
+    )
+    expect(actual).toEqual(expected)
+    expect(actual.result).toEqual({
+      rejected: { isWhatWasThrown: true, name: 'RangeError', message: 'from commandFailed' },
+    })
+  })
+
   it('the cursor a failed find opened is killed on the server', async () => {
     const client = new MongoClient(server.uri, { monitorCommands: true })
     try {

@@ -737,7 +737,8 @@ export class ClientMonitor {
     } else if (event.name === 'commandSucceeded') {
       const failed = commandFailedFrom(event, failure.thrown)
       const again = emitGuarded(this.#emitter, 'commandFailed', failed)
-      if (again) this.#failCall(tag, failed, again.thrown)
+      // The official driver emits it in its catch block: a throw there propagates instead.
+      if (again) this.#failCall(tag, failed, again.thrown, true)
     }
   }
 
@@ -746,9 +747,11 @@ export class ClientMonitor {
    * Never a cleanup command's call: the official driver squashes the errors of its killCursors
    * and endSessions (a cursor's or the client's `close()` does not reject for them).
    */
-  #failCall(tag: number, event: CommandEvent, thrown: unknown): void {
+  #failCall(tag: number, event: CommandEvent, thrown: unknown, replaces = false): void {
     const failsCall = !CLEANUP_COMMANDS.has(event.commandName)
-    if (!failsCall || !recordListenerFailure(tag, thrown)) warn(`a '${event.name}' listener threw`, thrown)
+    if (!failsCall || !recordListenerFailure(tag, thrown, replaces)) {
+      warn(`a '${event.name}' listener threw`, thrown)
+    }
   }
 }
 

@@ -115,16 +115,19 @@ const listenedCalls = new Map<number, ListenerFailure | null>()
 
 /**
  * Records that a listener threw `thrown` on an event of the call tagged `tag`; false when that
- * call has settled already (or was never tagged), so that the caller reports it another way.
+ * call has settled already (or was never tagged), so that the caller reports it another way. The
+ * first failure stands, as the official driver stops at it, unless `replaces` (a throw while the
+ * official driver is already reporting the first one as the command's failure: it propagates
+ * instead).
  */
-export function recordListenerFailure(tag: number, thrown: unknown): boolean {
+export function recordListenerFailure(tag: number, thrown: unknown, replaces = false): boolean {
   if (!listenedCalls.has(tag)) return false
-  if (listenedCalls.get(tag) === null) listenedCalls.set(tag, { thrown })
+  if (replaces || listenedCalls.get(tag) === null) listenedCalls.set(tag, { thrown })
   return true
 }
 
 /**
- * The first failure of a listener on the events of the call tagged `tag` (0: an untagged call,
+ * The failure of a listener on the events of the call tagged `tag` (0: an untagged call,
  * none), once the call has settled; the tag is forgotten. Events come through a queue of their
  * own, not the one that settles calls: one turn of the event loop lets those the call sent
  * before it settled be handled first.
