@@ -633,10 +633,11 @@ export async function callNative<T>(call: () => Promise<T>): Promise<T> {
     listenedTag = tagged.listenedTag
     value = await tagged.result
   } catch (error) {
-    const failure = await listenerFailure(listenedTag)
+    const failure = listenedTag === 0 ? null : await listenerFailure(listenedTag)
     throw failure ? listenerError(failure.thrown) : translateNativeError(error)
   }
-  const failure = await listenerFailure(listenedTag)
+  // Untagged (no listener anywhere): no await, the hot path stays as it was.
+  const failure = listenedTag === 0 ? null : await listenerFailure(listenedTag)
   if (failure) {
     closeOpenedCursor(value)
     throw listenerError(failure.thrown)

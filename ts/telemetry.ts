@@ -127,13 +127,11 @@ export function recordListenerFailure(tag: number, thrown: unknown, replaces = f
 }
 
 /**
- * The failure of a listener on the events of the call tagged `tag` (0: an untagged call,
- * none), once the call has settled; the tag is forgotten. Events come through a queue of their
- * own, not the one that settles calls: one turn of the event loop lets those the call sent
- * before it settled be handled first.
+ * The failure of a listener on the events of the call tagged `tag`, once the call has settled;
+ * the tag is forgotten. Events come through a queue of their own, not the one that settles
+ * calls: one turn of the event loop lets those the call sent before it settled be handled first.
  */
 export async function listenerFailure(tag: number): Promise<ListenerFailure | null> {
-  if (tag === 0) return null
   await new Promise<void>((resolve) => setImmediate(resolve))
   const failure = listenedCalls.get(tag) ?? null
   listenedCalls.delete(tag)
