@@ -291,7 +291,8 @@ export class Model<TSchema extends Document = Document> {
    * ObjectId or its 24-digit hex string; `undefined` is `null` (Mongoose's `findById`); any other
    * value is used as the `_id` as given (no casting). A model from a Mongoose schema whose `_id` is
    * not an ObjectId (`_id: String`, ...) uses every id as given.
-   * @throws MongoInvalidArgumentError on a string that is not 24 hex digits (ObjectId `_id`s).
+   * @throws MongoInvalidArgumentError on a string that is not 24 hex digits (ObjectId `_id`s), and
+   * on a symbol or a function, which BSON cannot send (Mongoose: `CastError`).
    */
   findById(
     id: unknown,
