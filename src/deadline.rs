@@ -31,6 +31,9 @@ use crate::{
 /// The server's code for an expired `maxTimeMS`.
 const MAX_TIME_MS_EXPIRED: i32 = 50;
 
+/// The longest `maxTimeMS` a server takes: a signed 32-bit count of milliseconds.
+const LONGEST_MAX_TIME: Duration = Duration::from_millis(i32::MAX as u64);
+
 /// The client's defaults: `timeoutMS` and `socketTimeoutMS` from the connection string or the
 /// MongoClient options (zero or absent: no limit), and `retryReads`.
 #[derive(Clone, Copy, Debug, Default)]
@@ -123,9 +126,15 @@ impl OperationTimeout {
 
     /// `maxTimeMS` to send when the caller set none: the server stops working on an operation
     /// the client has given up on. Not in iteration mode: the server counts a cursor's
-    /// `maxTimeMS` across all its getMores, which each get `timeoutMS` of their own there.
+    /// `maxTimeMS` across all its getMores, which each get `timeoutMS` of their own there. Not
+    /// for a `timeoutMS` beyond what a server takes as `maxTimeMS` (2^31 - 1 ms, about 25 days,
+    /// "maxTimeMS is out of range" past it): the client's deadline alone bounds such a read,
+    /// and the official driver 7.x sends no `maxTimeMS` for any `timeoutMS`.
     pub fn max_time(&self, max_time: Option<Duration>) -> Option<Duration> {
-        max_time.or(self.operation.filter(|_| !self.iteration))
+        let derived = self
+            .operation
+            .filter(|timeout| !self.iteration && *timeout <= LONGEST_MAX_TIME);
+        max_time.or(derived)
     }
 
     /// The deadline of the cursor's getMores: the operation's own in `cursorLifetime` mode.
@@ -284,21 +293,28 @@ impl Deadline {
         pool: &PoolGate,
         step: impl Future<Output = Result<T>> + Send + 'static,
     ) -> Result<T> {
+        let commands = StepCommands::default();
         let Some(closed) = &pool.closed else {
-            return self.run_open(pool, step).await;
+            return self.run_open(pool, step, &commands).await;
         };
         tokio::select! {
             biased;
-            () = closed.cancelled() => Err(Error::ClientClosed),
-            result = self.run_open(pool, step) => result,
+            () = closed.cancelled() => {
+                // The commands the step had started end as the official driver ends them when its
+                // client closes: a `commandFailed` (and its span) with `MongoClientClosedError`.
+                commands.abandon(Error::ClientClosed);
+                Err(Error::ClientClosed)
+            }
+            result = self.run_open(pool, step, &commands) => result,
         }
     }
 
-    /// `run` while the client is open.
+    /// `run` while the client is open; `commands` records what the step starts.
     async fn run_open<T: Send + 'static>(
         &self,
         pool: &PoolGate,
         step: impl Future<Output = Result<T>> + Send + 'static,
+        commands: &StepCommands,
     ) -> Result<T> {
         let remaining = self.at.map(|at| at.saturating_duration_since(Instant::now()));
         if remaining == Some(Duration::ZERO) {
@@ -307,7 +323,6 @@ impl Deadline {
             let Ok(slot) = pool.try_enter() else {
                 return Err(self.operation_timeout());
             };
-            let commands = StepCommands::default();
             let mut step = Box::pin(commands.scope(step));
             return match poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await {
                 Poll::Ready(result) => result,
@@ -325,7 +340,7 @@ impl Deadline {
                 None => {
                     // Never cancelled here, but it must not take a connection past the gate.
                     let _slot = pool.enter().await;
-                    return step.await;
+                    return commands.scope(step).await;
                 }
             },
         };
@@ -340,7 +355,6 @@ impl Deadline {
         let Ok(slot) = tokio::time::timeout(limit, pool.enter()).await else {
             return Err(timed_out());
         };
-        let commands = StepCommands::default();
         let mut step = Box::pin(commands.scope(step));
         match tokio::time::timeout_at(started + limit, step.as_mut()).await {
             Ok(Err(Error::Driver(error))) if self.timeout.is_some() && is_max_time_expired(&error) => {

@@ -76,6 +76,11 @@ pub fn monitoring_event_names() -> Vec<&'static str> {
     EVENT_NAMES.to_vec()
 }
 
+/// The bit of a trace tag whose operation makes spans (`SPAN_TAG` in ts/telemetry.ts): its command
+/// events cross to JS even without a listener. A tag without it only names the operation, so that
+/// a listener's failure fails the operation whose command it saw.
+const SPAN_TAG: u32 = 1 << 31;
+
 thread_local! {
     /// The trace tag JS gives the native call it is about to make (0: none); see `traced`.
     static NEXT_TRACE: Cell<u32> = const { Cell::new(0) };
@@ -225,11 +230,12 @@ impl Monitor {
         }
     }
 
-    /// Sends a command event when JS listens to it or it belongs to a traced operation; the
-    /// trace tag and the time are added for the span, the rest (`build`) only for a listener.
+    /// Sends a command event when JS listens to it or it belongs to an operation that makes
+    /// spans; the trace tag (which also names the call for its listeners' failures) and the time
+    /// are added for JS, the rest (`build`) only for a listener.
     fn emit_command(&self, name: &'static str, trace: u32, build: impl FnOnce(&mut Document)) {
         let listened = self.wants(name);
-        if trace == 0 && !listened {
+        if trace & SPAN_TAG == 0 && !listened {
             return;
         }
         self.send(name, |event| {

@@ -5,7 +5,7 @@
  */
 import { getSystemErrorMap } from 'node:util'
 import { BSONError } from 'bson'
-import { withTraceTag } from './telemetry.js'
+import { listenerFailure, withCallTag } from './telemetry.js'
 
 /**
  * Stable `code` values of the errors rumongo raises for API misuse. Server errors carry the server's
@@ -631,20 +631,59 @@ function networkError(message: string, payload: NativeErrorPayload): MongoNetwor
   return new MongoNetworkError(message, { cause: system, errorLabels })
 }
 
-/** Awaits a native call and rethrows its failure as the matching typed error. */
+/**
+ * Awaits a native call and rethrows its failure as the matching typed error. A command listener
+ * that threw on one of the call's command events fails the call with what the official driver
+ * gives for it (`listenerError`), whatever the call's own outcome; a cursor it opened is closed.
+ */
 export async function callNative<T>(call: () => Promise<T>): Promise<T> {
+  let listenedTag = 0
+  let value: T
   try {
-    return await withTraceTag(call)
+    const tagged = withCallTag(call)
+    listenedTag = tagged.listenedTag
+    value = await tagged.result
+  } catch (error) {
+    const failure = listenedTag === 0 ? null : await listenerFailure(listenedTag)
+    throw failure ? listenerError(failure.thrown) : translateNativeError(error)
+  }
+  // Untagged (no listener anywhere): no await, the hot path stays as it was.
+  const failure = listenedTag === 0 ? null : await listenerFailure(listenedTag)
+  if (failure) {
+    closeOpenedCursor(value)
+    throw listenerError(failure.thrown)
+  }
+  return value
+}
+
+/**
+ * Runs a synchronous native call and rethrows its failure as the matching typed error. It runs no
+ * command of its own that a listener could fail (a cursor it drops is killed later).
+ */
+export function callNativeSync<T>(call: () => T): T {
+  try {
+    return withCallTag(call, { listened: false }).result
   } catch (error) {
     throw translateNativeError(error)
   }
 }
 
-/** Runs a synchronous native call and rethrows its failure as the matching typed error. */
-export function callNativeSync<T>(call: () => T): T {
-  try {
-    return withTraceTag(call)
-  } catch (error) {
-    throw translateNativeError(error)
+/**
+ * What a read rejects with when a command listener threw `thrown`, as in the official driver
+ * (its `decorateCommandError`): the value itself when it is an error (an object with a `name`),
+ * else a `MongoRuntimeError` naming its type (`undefined`, a number, a symbol, `{ code }`).
+ */
+export function listenerError(thrown: unknown): unknown {
+  if (typeof thrown !== 'object' || thrown === null || !('name' in thrown)) {
+    return new MongoRuntimeError(`An unexpected error type: ${typeof thrown}`)
+  }
+  return thrown
+}
+
+/** Closes the server cursor of a find or aggregate's result that is not handed out. */
+function closeOpenedCursor(value: unknown): void {
+  const cursor = (value as { cursor?: { close?: unknown } } | null | undefined)?.cursor
+  if (typeof cursor?.close === 'function') {
+    Promise.resolve(cursor.close.call(cursor)).catch(() => {})
   }
 }

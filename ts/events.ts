@@ -7,7 +7,8 @@ import { EventEmitter } from 'node:events'
 import { deserialize, Long, type Document, type ObjectId } from 'bson'
 import { translateNativeError } from './errors.js'
 import { monitoringEventNames } from './native.cjs'
-import type { CommandTracer } from './telemetry.js'
+import { recordListenerFailure, startListening, type CommandTracer } from './telemetry.js'
+import { describeThrown } from './validate.js'
 
 /** A listener of any event. */
 export type GenericListener = (...args: any[]) => void
@@ -588,6 +589,11 @@ export class ClientMonitor {
   readonly #logger: CommandLog | null
   /** How many events crossed from the native client: tests prove none cross without listeners. */
   crossings = 0
+  #connected = false
+  /** This client's count in `startListening`, while it is connected with command listeners. */
+  #listening: { release(): void } | null = null
+  /** Commands whose `commandStarted` listener threw: their end events are not emitted. */
+  readonly #stoppedCommands = new Set<number>()
 
   constructor(
     emitter: EventEmitter,
@@ -607,6 +613,7 @@ export class ClientMonitor {
 
   /** Tells the native client which events have listeners now. */
   listenersChanged(): void {
+    this.#updateListening()
     const mask = this.mask
     if (mask !== this.#lastMask) {
       this.#lastMask = mask
@@ -646,33 +653,152 @@ export class ClientMonitor {
     }
   }
 
-  /** Receives one native event document (the threadsafe function's JS side). */
+  /**
+   * Whether the client is connected: only then do its command listeners make every native call
+   * tagged (see `startListening`).
+   */
+  set connected(connected: boolean) {
+    this.#connected = connected
+    this.#updateListening()
+  }
+
+  #updateListening(): void {
+    const listening =
+      this.#connected &&
+      this.#monitorCommands &&
+      [...COMMAND_EVENT_NAMES].some((name) => this.#emitter.listenerCount(name) > 0)
+    if (listening && !this.#listening) this.#listening = startListening()
+    if (!listening && this.#listening) {
+      this.#listening.release()
+      this.#listening = null
+    }
+  }
+
+  /** Receives one native event document (the threadsafe function's JS side). Never throws. */
   readonly receive = (bytes: Buffer): void => {
     this.crossings++
+    let raw: RawEvent
     let event: object
     try {
-      const raw = deserialize(bytes) as RawEvent
-      if (raw.trace !== undefined) this.#trace(raw)
-      // A command event that only crossed for its span.
-      if (raw.listened === false) return
+      raw = deserialize(bytes) as RawEvent
+    } catch (error) {
+      warn('a monitoring event could not be decoded', error)
+      return
+    }
+    if (raw.trace !== undefined) {
+      try {
+        this.#trace(raw)
+      } catch (error) {
+        warn('a command span could not be recorded', error)
+      }
+    }
+    // A command event that only crossed for its span.
+    if (raw.listened === false) return
+    try {
       event = new EVENT_CLASSES[raw.name](raw, this.#topologyId)
     } catch (error) {
-      process.emitWarning(`rumongo: a monitoring event could not be decoded: ${String(error)}`)
+      warn('a monitoring event could not be decoded', error)
       return
     }
     const name = (event as { name: MonitoringEventName }).name
-    if (this.#logger && COMMAND_EVENT_NAMES.has(name)) {
-      this.#logger.log(event as CommandEvent)
+    if (COMMAND_EVENT_NAMES.has(name)) {
+      this.#commandEvent(event as CommandEvent, typeof raw.trace === 'number' ? raw.trace : 0)
+      return
     }
-    if (COMMAND_EVENT_NAMES.has(name) && !this.#monitorCommands) return
-    try {
-      this.#emitter.emit(name, event)
-    } catch (error) {
-      // The read this event describes is already under way on another thread and cannot fail
-      // with the listener's error (the official driver's would): the error is reported, the
-      // read goes on and the process does not crash.
-      process.emitWarning(error as Error)
+    const failure = emitGuarded(this.#emitter, name, event)
+    // What the event describes happened on another thread, out of any call's reach.
+    if (failure) warn(`a '${name}' listener threw`, failure.thrown)
+  }
+
+  /**
+   * Logs and emits a command event. A listener that throws fails the call that ran the command,
+   * as in the official driver, which emits inside the command: a throwing `commandStarted`
+   * listener stops the command there (no end event follows), a throwing `commandSucceeded`
+   * listener turns it into a failure (`commandFailed` with what it threw). What a listener threw
+   * after its call settled can only be reported (`process.emitWarning`).
+   */
+  #commandEvent(event: CommandEvent, tag: number): void {
+    if (this.#logger) {
+      try {
+        this.#logger.log(event)
+      } catch (error) {
+        warn('the command log failed', error)
+      }
     }
+    if (!this.#monitorCommands) return
+    if (event.name !== 'commandStarted' && this.#stoppedCommands.delete(event.requestId)) return
+    const failure = emitGuarded(this.#emitter, event.name, event)
+    if (!failure) return
+    this.#failCall(tag, event, failure.thrown)
+    if (event.name === 'commandStarted') {
+      // Bounded: an end event that never crosses (no listener for it) leaves its id here.
+      if (this.#stoppedCommands.size >= STOPPED_COMMANDS_KEPT) this.#stoppedCommands.clear()
+      this.#stoppedCommands.add(event.requestId)
+    } else if (event.name === 'commandSucceeded') {
+      const failed = commandFailedFrom(event, failure.thrown)
+      const again = emitGuarded(this.#emitter, 'commandFailed', failed)
+      // The official driver emits it in its catch block: a throw there propagates instead.
+      if (again) this.#failCall(tag, failed, again.thrown, true)
+    }
+  }
+
+  /**
+   * Fails the call tagged `tag` with what a listener threw, or reports it once that call settled.
+   * Never a cleanup command's call: the official driver squashes the errors of its killCursors
+   * and endSessions (a cursor's or the client's `close()` does not reject for them).
+   */
+  #failCall(tag: number, event: CommandEvent, thrown: unknown, replaces = false): void {
+    const failsCall = !CLEANUP_COMMANDS.has(event.commandName)
+    if (!failsCall || !recordListenerFailure(tag, thrown, replaces)) {
+      warn(`a '${event.name}' listener threw`, thrown)
+    }
+  }
+}
+
+/** Commands whose failure the official driver squashes: a listener's throw cannot fail their call. */
+const CLEANUP_COMMANDS = new Set(['killCursors', 'endSessions'])
+
+/** How many commands stopped by their `commandStarted` listener are remembered (see `#commandEvent`). */
+const STOPPED_COMMANDS_KEPT = 1024
+
+/** Emits `event`; what a listener threw (anything, `undefined` too), or null. */
+function emitGuarded(emitter: EventEmitter, name: string, event: object): { thrown: unknown } | null {
+  try {
+    emitter.emit(name, event)
+    return null
+  } catch (thrown) {
+    return { thrown }
+  }
+}
+
+/** The `commandFailed` the official driver emits when a `commandSucceeded` listener threw `thrown`. */
+function commandFailedFrom(succeeded: CommandSucceededEvent, thrown: unknown): CommandFailedEvent {
+  const failed = Object.create(CommandFailedEvent.prototype) as CommandFailedEvent
+  Object.assign(failed, {
+    name: 'commandFailed',
+    address: succeeded.address,
+    connectionId: succeeded.connectionId,
+    serviceId: succeeded.serviceId,
+    requestId: succeeded.requestId,
+    commandName: succeeded.commandName,
+    duration: succeeded.duration,
+    failure: thrown,
+    serverConnectionId: succeeded.serverConnectionId,
+    databaseName: succeeded.databaseName,
+  })
+  return failed
+}
+
+/**
+ * Reports what cannot fail a call (a listener of an event no call waits for, a log destination):
+ * a process warning, which itself never throws, whatever was thrown (`process.emitWarning` takes
+ * only a string or an Error).
+ */
+function warn(what: string, thrown: unknown): void {
+  try {
+    process.emitWarning(`rumongo: ${what}: ${describeThrown(thrown)}`)
+  } catch {
+    // Nothing is left to report to; the process goes on.
   }
 }
 

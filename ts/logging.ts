@@ -9,6 +9,7 @@
 import { inspect } from 'node:util'
 import { EJSON, type Document } from 'bson'
 import type { CommandEvent, CommandLog } from './events.js'
+import { describeThrown } from './validate.js'
 
 /** The official driver's severity levels, most severe first. */
 const SEVERITIES = [
@@ -159,7 +160,9 @@ export class CommandLogger implements CommandLog {
     const write = () => this.#destination.write(log)
     const halt = (error: unknown) => {
       this.#halted = true
-      process.emitWarning(`rumongo: the MongoDB log destination failed, logging is halted: ${String(error)}`)
+      process.emitWarning(
+        `rumongo: the MongoDB log destination failed, logging is halted: ${describeThrown(error)}`,
+      )
     }
     try {
       const result = this.#pending ? this.#pending.then(write) : write()

@@ -529,6 +529,8 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     }
     // Listeners added or removed while connecting.
     native.setEventMask(monitor.mask)
+    // Not for a client closed while it connected.
+    monitor.connected = !this.#closed
     this.#connected = native
     return native
   }
@@ -550,6 +552,7 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     this.#connected = null
     this.#collections.clear()
     this.#collectionsOf = null
+    this.monitor.connected = false
     const client = await native?.catch(() => null)
     if (client) await callNative(() => client.close())
     this.#tracingClaim?.release()

@@ -6,7 +6,7 @@
 import type { Document } from 'bson'
 import { isBSONOptionName, resolveBSONOptions, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
-import { describe, isPlainObject } from './validate.js'
+import { checkAcyclic, describe, isPlainObject, jsonForMessage } from './validate.js'
 
 /** One sort direction, as the official driver accepts it. */
 export type SortDirection = 1 | -1 | 'asc' | 'desc' | 'ascending' | 'descending' | { readonly $meta: string }
@@ -289,9 +289,14 @@ function normalizeOption(operation: string, key: string, kind: OptionKind, value
     case 'boolean':
       return typeof value === 'boolean' ? value : fail('a boolean')
     case 'document':
-      return isPlainObject(value) ? value : fail('an object')
+      if (!isPlainObject(value)) return fail('an object')
+      checkAcyclic(value)
+      return value
     case 'hint':
-      return typeof value === 'string' || isPlainObject(value) ? value : fail('an index name or key object')
+      if (typeof value === 'string') return value
+      if (!isPlainObject(value)) return fail('an index name or key object')
+      checkAcyclic(value)
+      return value
     case 'sort':
       return formatSort(value)
     case 'readPreference':
@@ -312,8 +317,12 @@ function normalizeOption(operation: string, key: string, kind: OptionKind, value
 function sortDirection(value: unknown): 1 | -1 | { $meta: string } {
   if (value === 1 || value === 'asc' || value === 'ascending') return 1
   if (value === -1 || value === 'desc' || value === 'descending') return -1
-  if (isPlainObject(value) && typeof value.$meta === 'string') return { $meta: value.$meta }
-  throw new MongoInvalidArgumentError(`Invalid sort direction: ${JSON.stringify(value)}`)
+  if (isPlainObject(value) && typeof value.$meta === 'string') {
+    // The official driver sends the object as given: one that contains itself cannot be sent.
+    checkAcyclic(value)
+    return { $meta: value.$meta }
+  }
+  throw new MongoInvalidArgumentError(`Invalid sort direction: ${jsonForMessage(value)}`)
 }
 
 /** The official driver's sort forms (its `formatSort`), as one ordered key document. */

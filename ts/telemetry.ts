@@ -66,6 +66,11 @@ let tracingClients = 0
 /** The caller's context of each tagged native call, until its commands' events have come back. */
 const contexts = new Map<number, unknown>()
 let nextTag = 1
+/**
+ * Added to the tag of a call whose commands make spans: their events then cross even without a
+ * listener (src/events.rs reads the same bit). A tag without it only names the call.
+ */
+const SPAN_TAG = 0x80000000
 /** How long a tag outlives its native call, for command events still in the queue. */
 const TAG_GRACE_MS = 10_000
 
@@ -82,23 +87,95 @@ export function startTracing(): { release(): void } {
 }
 
 /**
- * Runs a native call tagged with the caller's context when some client traces and a span is
- * active (`requireParentSpan`, as the instrumentation's default), untagged otherwise.
+ * How many connected clients emit command events to listeners: while one does, every native call
+ * is tagged, so that a listener that throws on a command's event fails the call that ran the
+ * command, as in the official driver (see `listenerFailure`).
  */
-export function withTraceTag<T>(call: () => T): T {
-  if (tracingClients === 0) return call()
-  const otel = openTelemetry()!
-  const context = otel.context.active()
-  if (otel.trace.getSpan(context) === undefined) return call()
-  const tag = nextTag === 0xffffffff ? (nextTag = 1) : nextTag++
-  contexts.set(tag, context)
-  traceNextCalls(tag)
-  try {
-    return call()
-  } finally {
-    traceNextCalls(0)
+let listeningClients = 0
+
+/** Counts a client whose command events have listeners (until `release` is called). */
+export function startListening(): { release(): void } {
+  listeningClients++
+  let released = false
+  return {
+    release() {
+      if (!released) listeningClients--
+      released = true
+    },
+  }
+}
+
+/** What a command listener threw (anything: `undefined` too). */
+export interface ListenerFailure {
+  thrown: unknown
+}
+
+/** The tagged calls in flight that listeners may fail, with the first failure of each. */
+const listenedCalls = new Map<number, ListenerFailure | null>()
+
+/**
+ * Records that a listener threw `thrown` on an event of the call tagged `tag`; false when that
+ * call has settled already (or was never tagged), so that the caller reports it another way. The
+ * first failure stands, as the official driver stops at it, unless `replaces` (a throw while the
+ * official driver is already reporting the first one as the command's failure: it propagates
+ * instead).
+ */
+export function recordListenerFailure(tag: number, thrown: unknown, replaces = false): boolean {
+  if (!listenedCalls.has(tag)) return false
+  if (replaces || listenedCalls.get(tag) === null) listenedCalls.set(tag, { thrown })
+  return true
+}
+
+/**
+ * The failure of a listener on the events of the call tagged `tag`, once the call has settled;
+ * the tag is forgotten. Events come through a queue of their own, not the one that settles
+ * calls: one turn of the event loop lets those the call sent before it settled be handled first.
+ */
+export async function listenerFailure(tag: number): Promise<ListenerFailure | null> {
+  await new Promise<void>((resolve) => setImmediate(resolve))
+  const failure = listenedCalls.get(tag) ?? null
+  listenedCalls.delete(tag)
+  return failure
+}
+
+/** A native call's result, and its tag when listeners may fail it (else 0). */
+export interface TaggedCall<T> {
+  result: T
+  listenedTag: number
+}
+
+/**
+ * Runs a native call tagged with the caller's context when some client traces and a span is
+ * active (`requireParentSpan`, as the instrumentation's default), and, unless `listened` is false,
+ * tagged for its listeners' failures while some client has command listeners; untagged otherwise.
+ */
+export function withCallTag<T>(call: () => T, options = { listened: true }): TaggedCall<T> {
+  const context = tracingClients === 0 ? undefined : activeSpanContext()
+  const listened = options.listened && listeningClients > 0
+  if (context === undefined && !listened) return { result: call(), listenedTag: 0 }
+  const number = nextTag === SPAN_TAG - 1 ? (nextTag = 1) : nextTag++
+  const tag = context === undefined ? number : number + SPAN_TAG
+  if (context !== undefined) {
+    contexts.set(tag, context)
     setTimeout(() => contexts.delete(tag), TAG_GRACE_MS).unref()
   }
+  if (listened) listenedCalls.set(tag, null)
+  traceNextCalls(tag)
+  try {
+    return { result: call(), listenedTag: listened ? tag : 0 }
+  } catch (error) {
+    listenedCalls.delete(tag)
+    throw error
+  } finally {
+    traceNextCalls(0)
+  }
+}
+
+/** The active context when it has a span (the instrumentation's `requireParentSpan`). */
+function activeSpanContext(): unknown {
+  const otel = openTelemetry()!
+  const context = otel.context.active()
+  return otel.trace.getSpan(context) === undefined ? undefined : context
 }
 
 /** Command fields the official driver adds when it sends a command (not in the instrumentation's statement). */

@@ -4,7 +4,7 @@
  * timeout), each failing with `MongoInvalidArgumentError` as the official driver does.
  * @module
  */
-import type { Document } from 'bson'
+import { BSONError, type Document } from 'bson'
 import { MongoInvalidArgumentError } from './errors.js'
 
 /**
@@ -31,6 +31,31 @@ export function describe(value: unknown): string {
   }
 }
 
+/**
+ * `describe` for a value anything may have thrown, `Error`s as `name: message`: never throws itself
+ * (a getter that throws, a revoked Proxy).
+ */
+export function describeThrown(value: unknown): string {
+  try {
+    return value instanceof Error ? `${value.name}: ${value.message}` : describe(value)
+  } catch {
+    return 'a value that cannot be described'
+  }
+}
+
+/**
+ * A value in an error message as the official driver writes it (`JSON.stringify`), or its
+ * description when it has no JSON text (a cycle, a bigint, a symbol, too deep for the stack):
+ * the message of a bad argument must never become a `TypeError` of its own.
+ */
+export function jsonForMessage(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? describe(value)
+  } catch {
+    return describe(value)
+  }
+}
+
 /** A filter must be a plain object; an ObjectId means `{ _id: id }` (as in the official driver). */
 export function checkFilter(filter: unknown): Document {
   if (isPlainObject(filter)) return filter
@@ -51,6 +76,78 @@ export function isPlainObject(value: unknown): value is Document {
     !(value instanceof Map) &&
     !('_bsontype' in value)
   )
+}
+
+/** The error js-bson (and so the official driver) gives for a document that contains itself. */
+export function circularError(): BSONError {
+  return new BSONError('Cannot convert circular structure to BSON')
+}
+
+/**
+ * The deepest nesting of documents and arrays rumongo sends (the outermost document is level 1).
+ * Deeper, the native side's parsers (the Rust `bson` crate's, the driver's serializer), which
+ * recurse per level, exhaust a thread's stack at a few thousand levels and kill the process;
+ * servers refuse far less (MongoDB: 100 levels in a document, 200 in a command), so no query a
+ * server answers is refused here.
+ */
+export const MAX_BSON_DEPTH = 1000
+
+/** The error for a document nested deeper than {@link MAX_BSON_DEPTH}. */
+export function tooDeepError(): MongoInvalidArgumentError {
+  return new MongoInvalidArgumentError(
+    `a document nested deeper than ${MAX_BSON_DEPTH} levels cannot be sent (servers take at most 200)`,
+  )
+}
+
+/** What a walk descends into: the containers js-bson serializes as documents or arrays. */
+function isContainer(value: unknown): value is object {
+  return Array.isArray(value) || value instanceof Map || isPlainObject(value)
+}
+
+function entriesOf(container: object): [string, unknown][] {
+  if (Array.isArray(container)) return container.map((item, index) => [String(index), item])
+  if (container instanceof Map) return [...container].map(([key, value]) => [String(key), value])
+  return Object.entries(container)
+}
+
+/**
+ * Calls `visit(key, value, parent)` for every value nested in `root` (object fields, array items,
+ * Map entries), a parent before its children, and descends into the value's own fields unless
+ * `visit` returns false. Walked from a list, not by recursion. A value that contains one of its
+ * own ancestors fails as js-bson fails on it: `BSONError: Cannot convert circular structure to
+ * BSON`, the error the official driver gives for it (a value met twice side by side is not
+ * circular); one nested deeper than {@link MAX_BSON_DEPTH} fails as `toBSON` would refuse it.
+ */
+export function walkDocument(
+  root: unknown,
+  visit: (key: string, value: unknown, parent: object) => boolean | void = () => true,
+): void {
+  if (!isContainer(root)) return
+  const ancestors = new Set<object>([root])
+  const stack = [{ container: root, entries: entriesOf(root), next: 0 }]
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1]
+    if (frame.next === frame.entries.length) {
+      ancestors.delete(frame.container)
+      stack.pop()
+      continue
+    }
+    const [key, value] = frame.entries[frame.next++]
+    if (visit(key, value, frame.container) === false || !isContainer(value)) continue
+    if (ancestors.has(value)) throw circularError()
+    if (stack.length === MAX_BSON_DEPTH) throw tooDeepError()
+    ancestors.add(value)
+    stack.push({ container: value, entries: entriesOf(value), next: 0 })
+  }
+}
+
+/**
+ * Throws the official driver's `BSONError` for a document that contains itself (and `toBSON`'s
+ * error for one too deep to send), before code that walks it for another purpose (a batch-size
+ * key's JSON, a sort) meets the cycle or the depth with an error of its own.
+ */
+export function checkAcyclic(document: unknown): void {
+  walkDocument(document)
 }
 
 export function checkFunction(method: string, value: unknown): void {

@@ -29,6 +29,7 @@ import {
 } from './selection.js'
 import {
   ModelQuery,
+  checkFilterValues,
   checkFindOptions,
   checkPlainFilter,
   toAnyId,
@@ -308,7 +309,8 @@ export class Model<TSchema extends Document = Document, TDocument = WithId<TSche
    * ObjectId or its 24-digit hex string; `undefined` is `null` (Mongoose's `findById`); any other
    * value is used as the `_id` as given (no casting). A model from a Mongoose schema whose `_id` is
    * not an ObjectId (`_id: String`, ...) uses every id as given.
-   * @throws MongoInvalidArgumentError on a string that is not 24 hex digits (ObjectId `_id`s).
+   * @throws MongoInvalidArgumentError on a string that is not 24 hex digits (ObjectId `_id`s), and
+   * on a symbol or a function, which BSON cannot send (Mongoose: `CastError`).
    */
   findById(
     id: unknown,
@@ -367,6 +369,8 @@ export class Model<TSchema extends Document = Document, TDocument = WithId<TSche
     if (discriminator?.value !== undefined && !(discriminator.key in result)) {
       result = { ...result, [discriminator.key]: discriminator.value }
     }
+    // (A collection-like object without BSON options sends functions as js-bson's default: not.)
+    checkFilterValues(result, this.collection.bsonOptions?.serializeFunctions ?? false)
     return result
   }
 

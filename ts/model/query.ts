@@ -8,7 +8,7 @@ import type { FindCursor } from '../cursor/find_cursor.js'
 import { MongoInvalidArgumentError } from '../errors.js'
 import { type FindOptions, type Hint, type Sort } from '../options.js'
 import { applySelection, toProjection, type FieldSet, type Selection } from './selection.js'
-import { describe, isPlainObject } from '../validate.js'
+import { describe, isPlainObject, walkDocument } from '../validate.js'
 
 /** Options of `Model.find` and `Model.findOne`: the driver's find options, with a Mongoose-style projection. */
 export interface ModelFindOptions extends Omit<FindOptions, 'projection' | 'sort'> {
@@ -201,6 +201,23 @@ export class ModelQuery<TResult> implements PromiseLike<TResult> {
   }
 }
 
+/**
+ * Refuses a filter value that BSON has no form for (a symbol; a function unless `serializeFunctions`
+ * sends it as Code): js-bson leaves such a field out, so the condition would vanish and the query
+ * match every document. Mongoose refuses these values (`CastError`); the official driver's
+ * collection methods send what js-bson makes of them, and so do rumongo's. `undefined` is left to
+ * `ignoreUndefined`, as in both drivers.
+ */
+export function checkFilterValues(filter: Document, serializeFunctions: boolean): void {
+  walkDocument(filter, (key, value) => {
+    if (typeof value === 'symbol' || (typeof value === 'function' && !serializeFunctions)) {
+      throw new MongoInvalidArgumentError(
+        `Cannot cast ${describe(value)} at path "${key}": BSON has no such value, and the filter would lose the condition`,
+      )
+    }
+  })
+}
+
 export function checkPlainFilter(filter: unknown): Document {
   if (!isPlainObject(filter)) {
     throw new MongoInvalidArgumentError(`Query filter must be a plain object, got ${describe(filter)}`)
@@ -242,8 +259,14 @@ export function parseSortString(sort: string): [string, 1 | -1][] {
     .map((token) => (token.startsWith('-') ? [token.slice(1), -1] : [token.replace(/^\+/, ''), 1]))
 }
 
-/** An `_id` from `findById`: ObjectId hex strings become ObjectIds; other values pass through. */
+/**
+ * An `_id` from `findById`: ObjectId hex strings become ObjectIds; a symbol or a function (which no
+ * `_id` can be) fails as a bad string does; other values pass through.
+ */
 export function toObjectId(id: unknown): unknown {
+  if (typeof id === 'symbol' || typeof id === 'function') {
+    throw new MongoInvalidArgumentError(`findById expects an ObjectId or 24 hex digits, got ${describe(id)}`)
+  }
   if (typeof id === 'string') {
     if (!/^[0-9a-fA-F]{24}$/.test(id)) {
       throw new MongoInvalidArgumentError(

@@ -7,7 +7,7 @@ import type { Document } from 'bson'
 import { isBSONOptionName } from '../bson.js'
 import { MongoInvalidArgumentError } from '../errors.js'
 import { FIND } from '../options.js'
-import { describe, isPlainObject } from '../validate.js'
+import { describe, isPlainObject, jsonForMessage } from '../validate.js'
 
 /**
  * A field selection, in any of Mongoose's `select` forms: `'name age'` (inclusion), `'-age'`
@@ -123,7 +123,7 @@ export function applySelection(
   const excludedFields = exclude.filter((path) => path !== '_id')
   if (includedFields.length > 0 && excludedFields.length > 0) {
     throw new MongoInvalidArgumentError(
-      `a selection cannot mix inclusion and exclusion (apart from _id): ${JSON.stringify(selection)}`,
+      `a selection cannot mix inclusion and exclusion (apart from _id): ${jsonForMessage(selection)}`,
     )
   }
   let paths = [...current.paths]
