@@ -69,7 +69,9 @@ it('maxPoolSize=5 lets 5 finds run at once, as with the official driver', async 
     const { server, release } = await holdingServer()
     const client = await connect(uri.replace(/^mongodb:\/\/[^/]+/, `mongodb://${server.address}`))
     try {
-      const reads = Array.from({ length: 8 }, (_, n) => client.db('test').collection('items').find({ n }).toArray())
+      const reads = Array.from({ length: 8 }, (_, n) =>
+        client.db('test').collection('items').find({ n }).toArray(),
+      )
       const deadline = Date.now() + 10_000
       while (server.received('find').length < 5 && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 50))

@@ -45,6 +45,7 @@ async function measure(run) {
   return { result, wall, cpu: (user + system) / 1000, busy }
 }
 
+const LEGEND = 'Each cell: official driver / rumongo (official ÷ rumongo: how many times less rumongo costs).'
 const ms = (value) => (value >= 100 ? value.toFixed(0) : value.toFixed(1))
 const times = (official, rumongo) => (rumongo > 0 ? `${(official / rumongo).toFixed(1)}x` : '-')
 
@@ -64,7 +65,7 @@ async function compare(name, query, collections) {
   return {
     query: name,
     result: size.length > 30 ? `${size.slice(0, 27)}...` : size,
-    'wall ms official / rumongo': `${ms(official.wall)} / ${ms(rumongo.wall)}`,
+    'wall ms': `${ms(official.wall)} / ${ms(rumongo.wall)}`,
     'client CPU ms': `${ms(official.cpu)} / ${ms(rumongo.cpu)} (${times(official.cpu, rumongo.cpu)})`,
     'event loop busy ms': `${ms(official.busy)} / ${ms(rumongo.busy)} (${times(official.busy, rumongo.busy)})`,
     identical: isDeepStrictEqual(official.result, rumongo.result) ? 'yes' : 'NO',
@@ -130,6 +131,7 @@ async function clientBound({ docs = 50_000, burstQueries = 3_000, inFlight = 32 
         collections,
       ),
     ]
+    console.log(LEGEND)
     console.table(rows)
     // ObjectIds of the replay server's documents: 65000000 then the index as 16 hex digits.
     const ids = Array.from(
@@ -235,6 +237,7 @@ async function main() {
     ]
     const rows = []
     for (const [name, query] of queries) rows.push(await compare(name, query, collections))
+    console.log(LEGEND)
     console.table(rows)
     console.log(
       'Wall time here is mostly the embedded FerretDB (~80 µs of server time per document); the client\n' +
