@@ -224,7 +224,10 @@ impl Serialize for ReadPreference {
 pub struct ReadPreferenceOptions {
     /// Specifies which replica set members should be considered for operations. Each tag set will
     /// be checked in order until one or more servers is found with each tag in the set.
-    #[serde(alias = "tag_sets")]
+    ///
+    /// Sent as `tags`, the field name of the server's read preference document (and of the other
+    /// drivers); `tagSets` and `tag_sets` are still accepted when deserializing.
+    #[serde(rename = "tags", alias = "tagSets", alias = "tag_sets")]
     pub tag_sets: Option<Vec<TagSet>>,
 
     /// Specifies the maximum amount of lag behind the primary that a secondary can be to be

@@ -137,7 +137,7 @@ async fn run_tests(path: &[&str], skipped_files: &[&str]) {
                     actual_options.insert("readPreference", mode);
                 }
 
-                if let Some(tags) = actual_options.remove("tagSets") {
+                if let Some(tags) = actual_options.remove("tags") {
                     actual_options.insert("readPreferenceTags", tags);
                 }
 
