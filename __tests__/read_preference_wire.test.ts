@@ -74,6 +74,17 @@ const CASES: [string, Case][] = [
     },
   ],
   [
+    'a ReadPreference with a tag set and hedge on the operation',
+    {
+      operation: (driver) => ({
+        readPreference: new driver.ReadPreference('nearest', [{ region: 'eu' }], {
+          hedge: { enabled: true },
+        }),
+      }),
+      wire: { mode: 'nearest', tags: [{ region: 'eu' }], hedge: { enabled: true } },
+    },
+  ],
+  [
     'a plain object with tag sets and maxStalenessSeconds on the operation',
     {
       operation: () => ({

@@ -103,6 +103,7 @@ export function commandOptions(options: { readPreference?: unknown; timeoutMS?: 
     if (readPreference.maxStalenessSeconds !== undefined) {
       native.readPreference.maxStalenessSeconds = readPreference.maxStalenessSeconds
     }
+    if (readPreference.hedge) native.readPreference.hedge = readPreference.hedge
   }
   if (options.timeoutMS !== undefined) {
     if (!Number.isSafeInteger(options.timeoutMS) || (options.timeoutMS as number) < 0) {
