@@ -85,6 +85,22 @@ const CASES: [string, Case][] = [
     },
   ],
   [
+    'a ReadPreference with hedge disabled on the client',
+    {
+      client: (driver) => ({
+        readPreference: new driver.ReadPreference('secondary', undefined, { hedge: { enabled: false } }),
+      }),
+      wire: { mode: 'secondary', hedge: { enabled: false } },
+    },
+  ],
+  [
+    'a plain object with hedge in the client options',
+    {
+      client: () => ({ readPreference: { mode: 'nearest', hedge: { enabled: true } } }),
+      wire: { mode: 'nearest', hedge: { enabled: true } },
+    },
+  ],
+  [
     'a plain object with tag sets and maxStalenessSeconds on the operation',
     {
       operation: () => ({
@@ -103,14 +119,14 @@ const OPERATIONS: [string, string, (db: any, collection: any, options: object) =
   ['db.command', 'count', (db, _, options) => db.command({ count: 'items' }, options)],
 ]
 
-/** The `$readPreference` `driver` sends with each of OPERATIONS, by operation. */
+/** The `$readPreference` `driver` sends with each of OPERATIONS, by operation, and the client's. */
 async function sent(driver: Driver, setup: Case): Promise<Record<string, unknown>> {
   const uri = `${server.uri}${setup.uri ? `&${setup.uri}` : ''}`
   const client = await driver.MongoClient.connect(uri, setup.client?.(driver))
   try {
     const db = client.db('app', setup.db?.(driver))
     const collection = db.collection('items', setup.collection?.(driver))
-    const received: Record<string, unknown> = {}
+    const received: Record<string, unknown> = { 'client.readPreference': client.readPreference.toJSON() }
     for (const [operation, command, run] of OPERATIONS) {
       server.commands.length = 0
       await run(db, collection, setup.operation?.(driver) ?? {})
