@@ -2,8 +2,8 @@
 // routes by it, so a field it does not know (the Rust driver 3.9 sent tag sets as `tagSets`, not
 // the `tags` of the server's read preference format; vendor/README.md) silently routes tag-aware
 // reads to any member. Every way of giving tag sets (URI, client options, a ReadPreference, a plain
-// object; several sets, an empty set), maxStalenessSeconds and hedge, on find, aggregate, count and
-// distinct.
+// object; several sets, an empty set), maxStalenessSeconds and hedge (where the official driver
+// reads it from and where it does not), on find, aggregate, count, distinct and db.command.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as official from 'mongodb'
 import * as rumongo from 'rumongo'
@@ -107,6 +107,36 @@ const CASES: [string, Case][] = [
         readPreference: { mode: 'primaryPreferred', tags: [{ dc: 'ny' }, {}], maxStalenessSeconds: 100 },
       }),
       wire: { mode: 'primaryPreferred', tags: [{ dc: 'ny' }, {}], maxStalenessSeconds: 100 },
+    },
+  ],
+  [
+    "a plain object's own hedge on the database (the official driver reads none from it)",
+    {
+      db: () => ({ readPreference: { mode: 'nearest', tags: [{ a: 'b' }], hedge: { enabled: true } } }),
+      wire: { mode: 'nearest', tags: [{ a: 'b' }] },
+    },
+  ],
+  [
+    "a plain object's own hedge on the operation (the official driver reads none from it)",
+    {
+      operation: () => ({ readPreference: { mode: 'nearest', hedge: { enabled: true } } }),
+      wire: { mode: 'nearest' },
+    },
+  ],
+  [
+    'hedge beside a mode on the operation',
+    {
+      operation: () => ({ readPreference: 'nearest', hedge: { enabled: true } }),
+      wire: { mode: 'nearest', hedge: { enabled: true } },
+    },
+  ],
+  [
+    "the official driver's ReadPreference, given to both, with hedge on the collection",
+    {
+      collection: () => ({
+        readPreference: new official.ReadPreference('nearest', [{ a: 'b' }], { hedge: { enabled: true } }),
+      }),
+      wire: { mode: 'nearest', tags: [{ a: 'b' }], hedge: { enabled: true } },
     },
   ],
 ]

@@ -272,8 +272,12 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
         encodeURIComponent(username) + (password === undefined ? '' : `:${encodeURIComponent(password)}`)
     } else if (isUriOption(name)) {
       if (name === 'readPreference') {
+        // As the official driver's client option (its connection_string.ts): the object's own fields
+        // stand beside it, so a plain object's hedge counts here.
         readPreferenceHedge =
-          typeof value === 'object' ? ReadPreference.fromOptions({ readPreference: value })!.hedge : undefined
+          typeof value === 'object'
+            ? ReadPreference.fromOptions({ readPreference: value, ...value })!.hedge
+            : undefined
       }
       const entries = uriOptionValues(name, value)
       for (const [entry] of entries) takeQueryOption(query, entry)
