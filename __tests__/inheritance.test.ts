@@ -36,8 +36,7 @@ const LEVELS: [string, Levels][] = [
       client: 'readPreference=secondary&readConcernLevel=local',
       db: { readPreference: 'nearest', readConcern: { level: 'majority' } },
       collection: {
-        // Not tags: the Rust driver 3.9 sends them to a mongos as `tagSets` (docs/limits.md).
-        readPreference: { mode: 'secondaryPreferred', maxStalenessSeconds: 120 },
+        readPreference: { mode: 'secondaryPreferred', tags: [{ dc: 'ny' }, {}], maxStalenessSeconds: 120 },
         readConcern: 'available',
       },
     },

@@ -360,6 +360,8 @@ export interface ClientOptionsExtras {
   timeoutMS: number | undefined
   socketTimeoutMS: number | undefined
   bsonOptions: Document
+  /** The hedge of the `readPreference` option (a connection string cannot carry one). */
+  readPreferenceHedge: Document | undefined
 }
 
 /** A host of the connection string, as the official driver's `HostAddress` prints. */
@@ -420,6 +422,7 @@ export function describeClientOptions(query: URLSearchParams, extras: ClientOpti
   const mode = options.readPreference ?? 'primary'
   options.readPreference = new ReadPreference(mode, tags.length > 0 ? tags : undefined, {
     maxStalenessSeconds: options.maxStalenessSeconds,
+    hedge: extras.readPreferenceHedge,
   })
   delete options.maxStalenessSeconds
   if (options.readConcernLevel !== undefined) options.readConcern = new ReadConcern(options.readConcernLevel)

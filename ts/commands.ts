@@ -96,13 +96,15 @@ export interface CommandTarget {
 /** The native options of a command: read preference and time limit, as BSON. */
 export function commandOptions(options: { readPreference?: unknown; timeoutMS?: unknown }): Document {
   const native: Document = {}
-  const readPreference = ReadPreference.fromOptions(options)
+  // As the official driver's db.command: only `readPreference`, no `hedge` or tags beside it.
+  const readPreference = ReadPreference.fromOptions({ readPreference: options.readPreference })
   if (readPreference !== undefined) {
     native.readPreference = { mode: readPreference.mode }
     if (readPreference.tags?.length) native.readPreference.tagSets = readPreference.tags
     if (readPreference.maxStalenessSeconds !== undefined) {
       native.readPreference.maxStalenessSeconds = readPreference.maxStalenessSeconds
     }
+    if (readPreference.hedge) native.readPreference.hedge = readPreference.hedge
   }
   if (options.timeoutMS !== undefined) {
     if (!Number.isSafeInteger(options.timeoutMS) || (options.timeoutMS as number) < 0) {

@@ -36,6 +36,8 @@ import { describe, isPlainObject } from './validate.js'
 /** What a database needs from its client. */
 export interface DbParent {
   bsonOptions: ResolvedBSONOptions
+  /** What the database's operations send unless it or they set their own. */
+  inherited: InheritedOptions
   readPreference: ReadPreference
   readConcern: ReadConcern | undefined
   timeoutMS: number | undefined
@@ -75,7 +77,7 @@ export class Db {
     this.#parent = parent
     this.#name = name
     this.#bsonOptions = resolveBSONOptions(options, parent.bsonOptions)
-    this.#inherited = resolveInherited(options, {})
+    this.#inherited = resolveInherited(options, parent.inherited)
   }
 
   get databaseName(): string {

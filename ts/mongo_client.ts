@@ -21,6 +21,7 @@ import {
   uriOptionValues,
 } from './client_options.js'
 import { Db, type DbOptions } from './db.js'
+import type { InheritedOptions } from './inherit.js'
 import {
   callNative,
   callNativeSync,
@@ -68,7 +69,10 @@ export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   maxStalenessSeconds?: number
   minPoolSize?: number
   readConcernLevel?: string
-  readPreference?: string | ReadPreference | { mode: string; tags?: Document[]; maxStalenessSeconds?: number }
+  readPreference?:
+    | string
+    | ReadPreference
+    | { mode: string; tags?: Document[]; maxStalenessSeconds?: number; hedge?: Document }
   replicaSet?: string
   retryReads?: boolean
   serverMonitoringMode?: 'auto' | 'poll' | 'stream'
@@ -218,6 +222,8 @@ interface ResolvedClientOptions {
   driverInfo: { name?: string; version?: string; platform?: string }
   monitorCommands: boolean
   dbName: string | undefined
+  /** The hedge of the `readPreference` option: a connection string cannot carry it. */
+  readPreferenceHedge: Document | undefined
 }
 
 /** Takes the query keys whose official name is `name` out of `query`; returns the last value. */
@@ -253,6 +259,7 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
   }
   if (fromQuery.has('readConcern')) query.set('readConcernLevel', fromQuery.get('readConcern')!)
   let dbName = fromQuery.get('dbName')
+  let readPreferenceHedge: Document | undefined
   let monitorCommands = fromQuery.has('monitorCommands')
     ? parseBoolean('monitorCommands', fromQuery.get('monitorCommands'))
     : false
@@ -264,6 +271,14 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
       userinfo =
         encodeURIComponent(username) + (password === undefined ? '' : `:${encodeURIComponent(password)}`)
     } else if (isUriOption(name)) {
+      if (name === 'readPreference') {
+        // As the official driver's client option (its connection_string.ts): the object's own fields
+        // stand beside it, so a plain object's hedge counts here.
+        readPreferenceHedge =
+          typeof value === 'object'
+            ? ReadPreference.fromOptions({ readPreference: value, ...value })!.hedge
+            : undefined
+      }
       const entries = uriOptionValues(name, value)
       for (const [entry] of entries) takeQueryOption(query, entry)
       takeQueryOption(query, name)
@@ -298,6 +313,7 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
     driverInfo: parseDriverInfo(options.driverInfo),
     monitorCommands,
     dbName,
+    readPreferenceHedge,
   }
 }
 
@@ -334,6 +350,8 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   readonly #serverApi: ServerApi | undefined
   readonly #driverInfo: { name?: string; version?: string; platform?: string }
   readonly #options: Readonly<Document>
+  /** What the client's databases start from instead of nothing (see the constructor). */
+  readonly #dbDefaults: InheritedOptions
   readonly #tracing: boolean
   #tracingClaim: { release(): void } | null = null
   /** @internal Relays the native client's monitoring events to this emitter's listeners. */
@@ -390,8 +408,12 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
         timeoutMS: resolved.timeouts.timeoutMS,
         socketTimeoutMS: resolved.timeouts.socketTimeoutMS,
         bsonOptions: bsonGiven,
+        readPreferenceHedge: resolved.readPreferenceHedge,
       }),
     )
+    // The native client reads its read preference from the connection string, which cannot carry
+    // a hedge: with one, the databases send the client's read preference with each operation.
+    this.#dbDefaults = this.readPreference.hedge ? { readPreference: this.readPreference } : {}
   }
 
   /** @internal */
@@ -460,6 +482,7 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     return new Db(
       {
         bsonOptions: this.#bsonOptions,
+        inherited: this.#dbDefaults,
         readPreference: this.readPreference,
         readConcern: this.readConcern,
         timeoutMS: this.timeoutMS,

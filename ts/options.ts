@@ -6,6 +6,7 @@
 import type { Document } from 'bson'
 import { isBSONOptionName, resolveBSONOptions, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
+import { ReadPreference } from './read_preference.js'
 import { checkAcyclic, describe, isPlainObject, jsonForMessage } from './validate.js'
 
 /** One sort direction, as the official driver accepts it. */
@@ -264,6 +265,11 @@ export function resolveOperationOptions(
     }
     const kind = spec.options[key]
     if (kind !== undefined) command[key] = normalizeOption(spec.name, key, kind, value)
+    if (kind === 'readPreference') {
+      // The official driver reads `hedge`, `readPreferenceTags` and `maxStalenessSeconds` beside a
+      // mode, and a plain object's hedge only from beside it (ReadPreference.fromOptions).
+      command[key] = normalizeReadPreference(ReadPreference.fromOptions(options))
+    }
   }
   return { command, bson: resolveBSONOptions(options, parent) }
 }

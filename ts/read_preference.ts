@@ -106,9 +106,12 @@ export class ReadPreference {
     if (typeof readPreference === 'object') {
       const mode = readPreference.mode ?? readPreference.preference
       if (typeof mode === 'string') {
+        // The official driver reads a plain object's hedge from the `hedge` option beside it, not
+        // from the object; its own ReadPreference (passed here) keeps its hedge.
+        const isOfficialReadPreference = typeof readPreference.secondaryOk === 'function'
         return new ReadPreference(mode as ReadPreferenceMode, readPreference.tags ?? tags, {
           maxStalenessSeconds: readPreference.maxStalenessSeconds,
-          hedge: readPreference.hedge ?? options!.hedge,
+          hedge: isOfficialReadPreference ? readPreference.hedge : options!.hedge,
         })
       }
     }
