@@ -22,6 +22,10 @@ pub enum OnMismatch {
     Null,
     /// Stop the batch and report it.
     Error,
+    /// An inferred schema's `Null`: a value the column would have been inferred to hold had it
+    /// been seen first (`Kind::takes_family`: a number in a numeric column, anything in a column
+    /// only null so far) stops the batch, as `Error`; a value of another type is null, as `Null`.
+    Inferred,
 }
 
 /// A value whose type does not fit its column, in `OnMismatch::Error` mode.
@@ -289,7 +293,12 @@ impl Column {
     #[cold]
     fn mismatch(&mut self, tag: u8, value: &[u8], reading: &Reading) -> std::result::Result<(), Stop> {
         check_value(tag, value)?;
-        if reading.on_mismatch == OnMismatch::Error {
+        let stop = match reading.on_mismatch {
+            OnMismatch::Null => false,
+            OnMismatch::Error => true,
+            OnMismatch::Inferred => self.kind.takes_family(tag),
+        };
+        if stop {
             return Err(Stop::Mismatch(TypeMismatch {
                 path: self.path.clone(),
                 row: reading.row,
