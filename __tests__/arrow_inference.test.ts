@@ -4,6 +4,7 @@
 import { createRequire } from 'node:module'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as arrow from 'apache-arrow'
+import { tableFromIPC as flechetteTableFromIPC } from '@uwdata/flechette'
 import { BSON, Double, Int32, Long, type Document } from 'mongodb'
 import {
   MongoArrowTypeMismatchError,
@@ -207,7 +208,22 @@ function nested(depth: number, nesting: 'documents' | 'arrays'): Buffer {
   return bytes
 }
 
-describe('nesting is bounded: no stack overflow, a typed error with a code', () => {
+/** A document of `count` fields `k0`, `k1`, ... (in reverse order with `reversed`), each null or int32 `value`. */
+function wide(count: number, value: number | null, reversed: boolean): Buffer {
+  const element = value === null ? 9 : 13 // tag, "k" and up to 6 digits, zero; an int32: 4 bytes
+  const bytes = Buffer.alloc(count * element + 5)
+  let at = 4
+  for (let n = 0; n < count; n++) {
+    bytes[at++] = value === null ? 0x0a : 0x10
+    at += bytes.write(`k${reversed ? count - 1 - n : n}\0`, at, 'latin1')
+    if (value !== null) at = bytes.writeInt32LE(value, at)
+  }
+  bytes[at++] = 0
+  bytes.writeInt32LE(at, 0)
+  return bytes.subarray(0, at)
+}
+
+describe('no stack overflow, no quadratic walk: nesting bounded with a typed error, width linear', () => {
   it(`inference: a document nested deeper than ${MAX_ARROW_NESTING} levels fails at once, however deep; a schema reads it`, async () => {
     expect(MAX_ARROW_NESTING).toBe(32)
     // `depth` levels below the top: field `a` is the column at level 1, so its innermost document
@@ -260,6 +276,31 @@ describe('nesting is bounded: no stack overflow, a typed error with a code', () 
       )
       expect(given.getChild('n')!.toArray()).toEqual(Int32Array.from([1]))
       expect(JSON.parse(given.schema.metadata.get('rumongo.typeMismatches')!)).toEqual({ 'a.a': 1 })
+    } finally {
+      await client.close()
+      await served.stop()
+    }
+  })
+
+  it('width: documents of 200,000 fields in two orders are inferred and built in linear time', async () => {
+    const count = 200_000
+    // Null columns from the first document, typed by the second, whose keys come in reverse order:
+    // each key is found by name, not by a scan (which took minutes here: 40,000 fields took 2 s).
+    const served: ServedReplay = await serveDocuments({
+      wide: [wide(count, null, false), wide(count, 7, true)],
+    })
+    const client = await MongoClient.connect(served.uri)
+    try {
+      const started = performance.now()
+      const ipc = await client.db('bench').collection('wide').findArrow({}, { as: 'ipc' })
+      // Generous: a linear read takes well under a second on an idle machine.
+      expect(performance.now() - started).toBeLessThan(20_000)
+      // flechette: apache-arrow's tableFromIPC takes time quadratic in the columns (40,000: 15 s).
+      const table = flechetteTableFromIPC(ipc)
+      expect(table.numCols).toBe(count)
+      expect(table.schema.fields[0].type).toMatchObject({ typeId: arrow.Type.Int, bitWidth: 32 })
+      for (const name of ['k0', 'k1', `k${count - 1}`])
+        expect(table.getChild(name).toArray()).toEqual([null, 7])
     } finally {
       await client.close()
       await served.stop()
