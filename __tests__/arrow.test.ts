@@ -356,11 +356,20 @@ describe('type mismatches', () => {
     })
   })
 
-  it('inference keeps the first type: later values of another type are mismatches', async () => {
-    const cursor = ours('mixed').findArrowCursor({}, { sort: { n: 1 } })
+  it('inference widens numbers over the batch; other types are mismatches, a number no column holds fails', async () => {
+    const cursor = ours('mixed').findArrowCursor({ n: { $ne: 5 } }, { sort: { n: 1 } })
     const table = new arrow.Table(await collect(cursor))
-    expect(String(table.schema.fields.find((field) => field.name === 'v')!.type)).toBe('Int32')
-    expect(cursor.typeMismatches).toEqual({ v: 4 })
+    expect(String(table.schema.fields.find((field) => field.name === 'v')!.type)).toBe('Float64')
+    expect([...table.getChild('v')!]).toEqual([1, null, 3, 4.5, 5, null, null, null])
+    expect(cursor.typeMismatches).toEqual({ v: 2 })
+    // 2^53 + 1 (an int64) beside doubles: no Arrow column holds both exactly (see arrow_inference).
+    await expect(ours('mixed').findArrow({}, { sort: { n: 1 } })).rejects.toMatchObject({
+      code: 'ERR_ARROW_TYPE_MISMATCH',
+      path: 'v',
+      row: 5,
+      expected: 'double',
+      found: 'long',
+    })
   })
 
   it('a mismatch inside a list or struct is counted under its path', async () => {

@@ -36,7 +36,9 @@ pub struct ArrowEncoderOptions {
     pub schema: Option<String>,
     /// Inferred ObjectId columns as 24 hex digits (utf8) instead of 12 bytes.
     pub object_id_hex: bool,
-    /// A value whose type does not fit its column fails the batch instead of becoming null.
+    /// A value whose type does not fit its column fails the batch instead of becoming null. Without
+    /// it, an inferred schema still fails on a value its column would have widened to hold
+    /// (`OnMismatch::Inferred`).
     pub mismatch_error: bool,
 }
 
@@ -193,9 +195,13 @@ impl NativeArrowEncoder {
         if let Some(schema) = &options.schema {
             let _ = fields.set(parse_schema(schema)?);
         }
-        let on_mismatch = match options.mismatch_error {
-            true => OnMismatch::Error,
-            false => OnMismatch::Null,
+        let on_mismatch = match (options.mismatch_error, options.schema.is_some()) {
+            (true, _) => OnMismatch::Error,
+            (false, true) => OnMismatch::Null,
+            // An inferred column never nulls a value it would have widened to hold (see
+            // `OnMismatch::Inferred`): the schema is fixed by the first batch, and a later double
+            // in a column the first batch saw as int32 cannot change the stream's schema.
+            (false, false) => OnMismatch::Inferred,
         };
         Ok(Self {
             state: Arc::new(EncoderState {

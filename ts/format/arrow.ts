@@ -8,7 +8,7 @@ import type { Document } from 'bson'
 import type * as ApacheArrow from 'apache-arrow'
 import { describe } from '../validate.js'
 import type { BatchFormat } from './index.js'
-import { BatchOutput } from '../native.cjs'
+import { BatchOutput, MAX_ARROW_NESTING } from '../native.cjs'
 import { MongoInvalidArgumentError, MongoMissingDependencyError } from '../errors.js'
 
 /** The column types of an Arrow result, by name (see {@link ArrowSchemaSpec}). */
@@ -42,12 +42,17 @@ export interface ArrowSchemaSpec {
 /** Options of every Arrow read (`findArrow`, `aggregateArrow`, their cursors, `pipeArrow`). */
 export interface ArrowOptions {
   /**
-   * The columns: a {@link ArrowSchemaSpec} or an apache-arrow `Schema`. It becomes the query's
-   * projection (its top-level fields; `_id` only when listed) unless the options hold a
-   * `projection` key (yours is sent; `projection: undefined` sends none). Without
-   * one, the columns are inferred from the first batch as PyMongoArrow does: every field in order of
-   * first appearance, typed by its first non-null value (documents as structs, arrays as lists); a
-   * field only ever null there is a null column, and types no column holds (regex, code, ...) are left out.
+   * The columns: a {@link ArrowSchemaSpec} or an apache-arrow `Schema`, nested at most 32 levels
+   * (a top-level column is level 1, a struct's field or a list's item one level below). It
+   * becomes the query's projection (its top-level fields; `_id` only when listed) unless the
+   * options hold a `projection` key (yours is sent; `projection: undefined` sends none). Without
+   * one, the columns are inferred from every document of the first batch (a Table or a pipe: its
+   * first ~16 MiB; a cursor: its first record batch) as PyMongoArrow does: every field in order of
+   * first appearance, typed by its first non-null value (documents as structs, arrays as lists),
+   * except that numeric columns widen over every value seen (int32 -> int64 -> double: JavaScript
+   * stores `10` as an int32 and `10.5` as a double); a field only ever null there is a null column,
+   * and types no column holds (regex, code, ...) are left out. A document nested deeper than 32
+   * levels fails inference with a `MongoInvalidArgumentError`: give a schema that leaves it out.
    */
   schema?: ArrowSchemaSpec | ApacheArrow.Schema
   /**
@@ -55,6 +60,11 @@ export interface ArrowOptions {
    * `ArrowCursor.typeMismatches`, and the table's schema metadata `rumongo.typeMismatches`);
    * `'error'` fails the read with a {@link MongoArrowTypeMismatchError}. Lossless conversions are
    * not mismatches: int32 into int64, an int64 that fits into int32, ints into double (up to 2^53).
+   * An inferred column never nulls a value it would have widened to hold had it seen it in the
+   * first batch: a number in a numeric column (a double after a first batch of int32s, an int64
+   * beyond 2^53 in a double column, which a double would round) or any value in a column that was
+   * only null fails the read with a {@link MongoArrowTypeMismatchError} whatever this option says
+   * (the stream's schema cannot change once written; give a schema, e.g. `{ total: 'double' }`).
    */
   onTypeMismatch?: 'null' | 'error'
   /** Inferred ObjectId columns: `'binary'` (default, 12 bytes) or `'hex'` (utf8). */
@@ -78,32 +88,42 @@ const TYPE_NAMES: ReadonlySet<string> = new Set<ArrowTypeName>([
   'binary',
 ])
 
-/** `schema` (DSL or apache-arrow `Schema`) as Rust reads it; a bad one throws MongoInvalidArgumentError. */
+/**
+ * `schema` (DSL or apache-arrow `Schema`) as Rust reads it; a bad one throws
+ * MongoInvalidArgumentError, a circular one or one nested deeper than Rust builds
+ * (`MAX_ARROW_NESTING` levels) included: the walk stops there, so no schema exhausts the stack.
+ */
 export function nativeFields(schema: ArrowSchemaSpec | ApacheArrow.Schema): NativeFields {
-  if (isArrowSchema(schema)) return schema.fields.map((field) => fromArrowField(field, field.name))
+  if (isArrowSchema(schema)) return schema.fields.map((field) => fromArrowField(field, field.name, 1))
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) {
     throw new MongoInvalidArgumentError(
       `Arrow schema must be an object of field types or an apache-arrow Schema, got ${describe(schema)}`,
     )
   }
-  return specFields(schema, '')
+  return specFields(schema, '', 1, [schema])
 }
 
-function specFields(spec: ArrowSchemaSpec, path: string): NativeFields {
+/** The fields of `spec`, at `level`; `within` holds the specs and lists that contain them. */
+function specFields(spec: ArrowSchemaSpec, path: string, level: number, within: object[]): NativeFields {
   return Object.entries(spec).map(([name, type]) => {
     const fieldPath = path === '' ? name : `${path}.${name}`
     if (name === '')
       throw new MongoInvalidArgumentError(`Arrow schema: a field with an empty name at '${path}'`)
-    return { name, type: specType(type, fieldPath) }
+    return { name, type: specType(type, fieldPath, level, within) }
   })
 }
 
-function specType(type: unknown, path: string): NativeType {
+/** The type of the column at `path`, at `level` (see {@link checkLevel}). */
+function specType(type: unknown, path: string, level: number, within: object[]): NativeType {
+  checkLevel(path, level)
   if (typeof type === 'string') {
     if (TYPE_NAMES.has(type)) return type as ArrowTypeName
     throw new MongoInvalidArgumentError(
       `Arrow schema: field '${path}' has an unknown type '${type}' (expected one of ${[...TYPE_NAMES].join(', ')}, [type] or { field: type })`,
     )
+  }
+  if (typeof type === 'object' && type !== null && within.includes(type)) {
+    throw new MongoInvalidArgumentError(`Arrow schema: field '${path}' contains itself (a circular schema)`)
   }
   if (Array.isArray(type)) {
     if (type.length !== 1) {
@@ -111,14 +131,26 @@ function specType(type: unknown, path: string): NativeType {
         `Arrow schema: field '${path}' is a list: write its item type as [type], got ${type.length} items`,
       )
     }
-    return { list: specType(type[0], `${path}[]`) }
+    return { list: specType(type[0], `${path}[]`, level + 1, [...within, type]) }
   }
   if (typeof type === 'object' && type !== null && Object.getPrototypeOf(type) === Object.prototype) {
-    return { struct: specFields(type as ArrowSchemaSpec, path) }
+    return { struct: specFields(type as ArrowSchemaSpec, path, level + 1, [...within, type]) }
   }
   throw new MongoInvalidArgumentError(
     `Arrow schema: field '${path}' has no valid type, got ${describe(type)}`,
   )
+}
+
+/**
+ * A column at `level` (a top-level one is at 1, a struct's field or a list's item one below its
+ * parent) within what Rust builds: `MAX_ARROW_NESTING` (`src/format/arrow/schema.rs`).
+ */
+function checkLevel(path: string, level: number): void {
+  if (level > MAX_ARROW_NESTING) {
+    throw new MongoInvalidArgumentError(
+      `Arrow schema: field '${path}' is nested deeper than ${MAX_ARROW_NESTING} levels (each struct or list is one), which rumongo does not build`,
+    )
+  }
 }
 
 function isArrowSchema(value: unknown): value is ApacheArrow.Schema {
@@ -133,8 +165,12 @@ function isArrowSchema(value: unknown): value is ApacheArrow.Schema {
 const EXTENSION_NAME = 'ARROW:extension:name'
 
 /** An apache-arrow field's type in Rust's terms; a type rumongo does not build throws. */
-function fromArrowField(field: ApacheArrow.Field, path: string): { name: string; type: NativeType } {
-  return { name: field.name, type: fromArrowType(field, path) }
+function fromArrowField(
+  field: ApacheArrow.Field,
+  path: string,
+  level: number,
+): { name: string; type: NativeType } {
+  return { name: field.name, type: fromArrowType(field, path, level) }
 }
 
 /**
@@ -155,7 +191,8 @@ const ArrowTypeId = {
 const DOUBLE_PRECISION = 2
 const MILLISECOND = 1
 
-function fromArrowType(field: ApacheArrow.Field, path: string): NativeType {
+function fromArrowType(field: ApacheArrow.Field, path: string, level: number): NativeType {
+  checkLevel(path, level)
   const type = field.type as ApacheArrow.DataType & Record<string, any>
   const extension = field.metadata?.get(EXTENSION_NAME)
   switch (type.typeId) {
@@ -180,11 +217,11 @@ function fromArrowType(field: ApacheArrow.Field, path: string): NativeType {
     case ArrowTypeId.Binary:
       return 'binary'
     case ArrowTypeId.List:
-      return { list: fromArrowType(type.children[0], `${path}[]`) }
+      return { list: fromArrowType(type.children[0], `${path}[]`, level + 1) }
     case ArrowTypeId.Struct:
       return {
         struct: (type.children as ApacheArrow.Field[]).map((child) =>
-          fromArrowField(child, `${path}.${child.name}`),
+          fromArrowField(child, `${path}.${child.name}`, level + 1),
         ),
       }
   }

@@ -1,7 +1,7 @@
 //! Columns built from raw BSON documents, walked with `crate::raw` (tags, value lengths, element
 //! framing) one value at a time, then finished as Arrow arrays.
 
-use std::sync::Arc;
+use std::{collections::HashMap, sync::Arc};
 
 use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, FixedSizeBinaryArray, Float64Array, Int32Array, Int64Array,
@@ -22,6 +22,10 @@ pub enum OnMismatch {
     Null,
     /// Stop the batch and report it.
     Error,
+    /// An inferred schema's `Null`: a value the column would have been inferred to hold had it
+    /// been seen first (`Kind::takes_family`: a number in a numeric column, anything in a column
+    /// only null so far) stops the batch, as `Error`; a value of another type is null, as `Null`.
+    Inferred,
 }
 
 /// A value whose type does not fit its column, in `OnMismatch::Error` mode.
@@ -98,7 +102,15 @@ enum Values {
 struct Fields {
     names: Vec<Box<[u8]>>,
     columns: Vec<Column>,
+    /// Each name's index, for a struct of more than `INDEXED_FIELDS` fields: a key that is not
+    /// where the last one left off is found without a scan (scanning made a document of N fields in
+    /// another order than the schema's take N^2 comparisons). Narrower ones scan, which is faster
+    /// than hashing for a few names.
+    index: Option<HashMap<Box<[u8]>, usize>>,
 }
+
+/// The widest struct whose fields are found by a scan (see `Fields::index`).
+const INDEXED_FIELDS: usize = 64;
 
 /// One column being built.
 pub struct Column {
@@ -289,7 +301,12 @@ impl Column {
     #[cold]
     fn mismatch(&mut self, tag: u8, value: &[u8], reading: &Reading) -> std::result::Result<(), Stop> {
         check_value(tag, value)?;
-        if reading.on_mismatch == OnMismatch::Error {
+        let stop = match reading.on_mismatch {
+            OnMismatch::Null => false,
+            OnMismatch::Error => true,
+            OnMismatch::Inferred => self.kind.takes_family(tag),
+        };
+        if stop {
             return Err(Stop::Mismatch(TypeMismatch {
                 path: self.path.clone(),
                 row: reading.row,
@@ -382,8 +399,27 @@ impl Fields {
                 Column::new(&field.kind, column_path, rows)
             })
             .collect();
-        let names = specs.iter().map(|field| field.name.as_bytes().into()).collect();
-        Fields { names, columns }
+        let names: Vec<Box<[u8]>> = specs.iter().map(|field| field.name.as_bytes().into()).collect();
+        let index = (names.len() > INDEXED_FIELDS).then(|| {
+            names
+                .iter()
+                .enumerate()
+                .map(|(index, name)| (name.clone(), index))
+                .collect()
+        });
+        Fields {
+            names,
+            columns,
+            index,
+        }
+    }
+
+    /// The index of the column named `key`, if any.
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        match &self.index {
+            Some(index) => index.get(key).copied(),
+            None => self.names.iter().position(|name| same_key(name, key)),
+        }
     }
 
     /// Appends one document's fields to the columns: a missing field is null, a field without a
@@ -397,7 +433,7 @@ impl Fields {
             let (tag, key, value) = element?;
             let index = match self.names.get(next) {
                 Some(name) if same_key(name, key) => next,
-                _ => match self.names.iter().position(|name| same_key(name, key)) {
+                _ => match self.find(key) {
                     Some(index) => index,
                     None => {
                         check_value(tag, value)?;
