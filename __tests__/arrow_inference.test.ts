@@ -169,6 +169,27 @@ describe('inferred numeric columns widen over the first batch', () => {
     expect(nulled.mismatches).toEqual([{ path: 'total', count: 1 }])
   })
 
+  it('a later record batch, end to end: the cursor rejects after the rows before it, never a null', async () => {
+    // The first record batch (2 rows) holds int32s only; the double comes in the second.
+    const later = ours('later')
+    await theirs('later').insertMany([
+      { n: 0, total: 0 },
+      { n: 1, total: 10 },
+      { n: 2, total: 20 },
+      { n: 3, total: 10.5 },
+    ])
+    const cursor = later.findArrowCursor({}, { sort: { n: 1 }, batchSize: 2, rowsPerBatch: 2 })
+    const rows: unknown[] = []
+    let failure: unknown
+    try {
+      for await (const batch of cursor) rows.push(...[...batch.getChild('total')!])
+    } catch (error) {
+      failure = error
+    }
+    expect(rows).toEqual([0, 10])
+    expect(failure).toBeInstanceOf(MongoArrowTypeMismatchError)
+  })
+
   it('mixed types in the first batch: numbers widen, a string or document is null and counted', async () => {
     const collection = ours('mixed')
     await theirs('mixed').insertMany([
