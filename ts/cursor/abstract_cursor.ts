@@ -81,6 +81,12 @@ export abstract class AbstractCursor<TSchema = Document>
   #replyPartsLeft = 0
   /** False once a batch said the server cursor is exhausted. */
   #serverHasMore = true
+  /**
+   * Whether the last batch the reader took said the server holds more: what `close()` goes by, as
+   * the official driver, which fetches nothing ahead, does (a batch fetched ahead that says the
+   * end, or fails, is one the reader has not seen).
+   */
+  #moreForReader = false
   #prefetchBatches = DEFAULT_PREFETCH
   /** Server batches sized for a bulk read when the caller sets no batch size (`readInBulk`). */
   #bulk = false
@@ -386,24 +392,28 @@ export abstract class AbstractCursor<TSchema = Document>
   }
 
   /**
-   * Kills the server cursor if still open and drops buffered documents. Idempotent. A failed cursor
-   * stays failed (its reads keep rejecting) until `rewind()`.
+   * Kills the server cursor if still open and drops buffered documents; resolves once the server
+   * answered the killCursors (or after a bound: a server that does not answer does not hold it).
+   * The getMores fetched ahead are dropped where they stand, and a read in flight resolves to
+   * `null`. Idempotent. A failed cursor stays failed (its reads keep rejecting) until `rewind()`.
    */
   async close(): Promise<void> {
     if (this.#state === 'failed') return this.#killing
     if (this.#state === 'closed') return
-    const wasOpening = this.#fetching
-    if (this.#state === 'open' && this.#serverCursorOpen()) this.#killed = true
+    // The find or aggregate the cursor runs: what it opens is killed once it answers.
+    const opening = this.#state === 'opening' ? this.#fetching : null
+    const moreForReader = this.#moreForReader || this.#serverCursorOpen()
+    if (this.#state === 'open' && moreForReader) this.#killed = true
     this.#state = 'closed'
     this.#buffer = []
     this.#position = 0
     this.#ahead = []
-    await wasOpening?.catch(() => false)
+    await opening?.catch(() => false)
     const native = this.#native
     this.#native = null
     // A drained native cursor has nothing to kill: no round trip to the runtime (findOne, and
     // every result of one batch, closes its cursor).
-    if (native && this.#serverHasMore) await callNative(() => native.close())
+    if (native && (this.#serverHasMore || moreForReader)) await callNative(() => native.close())
   }
 
   /** Closes the cursor and resets it so the next read runs the query again. */
@@ -414,6 +424,7 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#failure = undefined
     this.#killing = undefined
     this.#serverHasMore = true
+    this.#moreForReader = false
     this.#replyPartsLeft = 0
     this.#id = undefined
     this.#killed = false
@@ -513,6 +524,7 @@ export abstract class AbstractCursor<TSchema = Document>
         return false
       }
       if (batch.cursorId !== undefined) this.#id = Long.fromBigInt(batch.cursorId)
+      this.#moreForReader = batch.hasMore && this.#id !== undefined && !this.#id.isZero()
       this.#replyPartsLeft = batch.replyPartsLeft
       // The native cursor is drained (its server cursor too): requests made before this batch
       // arrived can only answer null, and none is made after it. The first batch comes with the
