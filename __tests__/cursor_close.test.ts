@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Long, MongoClient as OfficialClient, type Document } from 'mongodb'
-import { MongoClient } from 'rumongo'
+import { FindCursor, MongoClient, MongoCursorExhaustedError } from 'rumongo'
 import { CLOSE_CONNECTION, startWireServer, type WireReply, type WireServer } from './setup/wire_server.js'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
@@ -148,6 +148,29 @@ describe.each(['slow', 'never'] as const)('a getMore started ahead that is %s to
     expect(server.killed).toContain(BigInt(cursor.id!.toString()))
   })
 
+  // Its span ends too: an OpenTelemetry span (and rumongo's record of the command) per getMore
+  // dropped by close() would otherwise stay open for good.
+  it('the getMore that close() drops ends with a commandFailed', async () => {
+    const client = await MongoClient.connect(server.uri, { monitorCommands: true })
+    try {
+      const started: number[] = []
+      const ended = new Map<number, unknown>()
+      client.on('commandStarted', (event) => {
+        if (event.commandName === 'getMore') started.push(event.requestId)
+      })
+      client.on('commandSucceeded', (event) => ended.set(event.requestId, 'succeeded'))
+      client.on('commandFailed', (event) => ended.set(event.requestId, event.failure))
+      const cursor = client.db('test').collection('items').find({}, { batchSize: 2 })
+      await cursor.next()
+      await until(() => started.length > 0)
+      await cursor.close()
+      await until(() => started.every((requestId) => ended.has(requestId)))
+      expect(ended.get(started[0]!)).toBeInstanceOf(MongoCursorExhaustedError)
+    } finally {
+      await client.close()
+    }
+  })
+
   it('ArrowCursor.close() settles at once while the next record batch waits for it', async () => {
     const getMoresBefore = server.received('getMore').length
     const cursor = rumongo
@@ -197,6 +220,49 @@ describe('a getMore started ahead that fails', () => {
     }
     expect(results[0]).toEqual({ killed: true, next: 'MongoCursorExhaustedError' })
     expect(results[1]).toEqual(results[0])
+  })
+})
+
+describe('command events of close()', () => {
+  let server: WireServer
+
+  beforeAll(async () => {
+    server = await cursorServer('at once')
+  })
+
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  // rumongo sends killCursors itself (and awaits it); the Rust driver kills the cursor again when
+  // it is dropped, a second killCursors that is not reported.
+  it('one killCursors, as with the official driver', async () => {
+    const names = async (client: AnyClient) => {
+      const events: string[] = []
+      for (const name of ['commandStarted', 'commandSucceeded', 'commandFailed'] as const) {
+        ;(client as OfficialClient).on(name, (event) => events.push(`${name} ${event.commandName}`))
+      }
+      const cursor = items(client).find({}, { batchSize: 2 })
+      if (cursor instanceof FindCursor) cursor.prefetch(0)
+      await cursor.next()
+      await cursor.close()
+      await new Promise((resolve) => setTimeout(resolve, 300)) // a kill sent later would be here
+      return events
+    }
+    const official = await OfficialClient.connect(server.uri, { monitorCommands: true })
+    const rumongo = await MongoClient.connect(server.uri, { monitorCommands: true })
+    try {
+      const expected = await names(official)
+      expect(expected).toEqual([
+        'commandStarted find',
+        'commandSucceeded find',
+        'commandStarted killCursors',
+        'commandSucceeded killCursors',
+      ])
+      expect(await names(rumongo)).toEqual(expected)
+    } finally {
+      await Promise.all([official.close(), rumongo.close()])
+    }
   })
 })
 

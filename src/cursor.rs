@@ -22,7 +22,7 @@ use crate::{
     client_state::ClientState,
     deadline::{CursorTimeout, Deadline, PoolGate},
     error::{Error, Result},
-    events,
+    events::{self, StepCommands},
     format::{BatchOutput, DocumentBatch},
     task::{received, spawn},
 };
@@ -140,10 +140,16 @@ impl SharedCursor {
         deadline: Deadline,
         pool: &PoolGate,
     ) -> Result<Option<DocumentBatch>> {
+        let commands = StepCommands::default();
+        let read = commands.scope(self.read_open(ticket, single_batch, output, deadline, pool));
         tokio::select! {
             biased;
-            () = self.closing.cancelled() => Ok(None),
-            read = self.read_open(ticket, single_batch, output, deadline, pool) => read,
+            () = self.closing.cancelled() => {
+                // Its getMore, if one was sent, gets its `commandFailed` (and its span ends).
+                commands.abandon(Error::CursorClosed);
+                Ok(None)
+            }
+            read = read => read,
         }
     }
 

@@ -112,23 +112,43 @@ tokio::task_local! {
 
 /// The commands one network step started, so that when its time limit passes (`Deadline::run`)
 /// each one still in flight ends at once with a `commandFailed`, as the official driver's does,
-/// instead of never (the step goes on detached, or is dropped, without a reply).
+/// instead of never (the step goes on detached, or is dropped, without a reply). Also those of a
+/// cursor's read, which its owner's `close()` drops (`cursor.rs`).
 #[derive(Clone, Default)]
-pub struct StepCommands(Arc<Mutex<Vec<StepCommand>>>);
+pub struct StepCommands {
+    commands: Arc<Mutex<Vec<StepCommand>>>,
+    /// The scope this one runs in (a read's, around its step's): it records the commands too.
+    outer: Option<Box<StepCommands>>,
+}
 
 /// A command a step started: the monitor that saw it, and its request id.
 type StepCommand = (Arc<Monitor>, i32);
 
 impl StepCommands {
-    /// Runs `step`, recording the commands it starts.
+    /// Runs `step`, recording the commands it starts (in the scope this is called in too).
     pub fn scope<F: Future>(&self, step: F) -> impl Future<Output = F::Output> {
-        STEP_COMMANDS.scope(self.clone(), step)
+        let outer = STEP_COMMANDS.try_with(|outer| Box::new(outer.clone())).ok();
+        let scope = StepCommands {
+            commands: self.commands.clone(),
+            outer,
+        };
+        STEP_COMMANDS.scope(scope, step)
+    }
+
+    /// Records a command started in this scope and the scopes around it.
+    fn record(&self, command: StepCommand) {
+        let mut scope = Some(self);
+        while let Some(step) = scope {
+            let mut commands = step.commands.lock().unwrap_or_else(|e| e.into_inner());
+            commands.push(command.clone());
+            scope = step.outer.as_deref();
+        }
     }
 
     /// Ends every recorded command still in flight with a `commandFailed` carrying `failure`
     /// (the error the caller gets); a reply that comes later is not reported.
     pub fn abandon(&self, failure: Error) {
-        let commands = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        let commands = std::mem::take(&mut *self.commands.lock().unwrap_or_else(|e| e.into_inner()));
         if commands.is_empty() {
             return;
         }
@@ -322,10 +342,7 @@ impl Monitor {
                 };
                 in_flight.insert(event.request_id, command);
                 drop(in_flight);
-                let _ = STEP_COMMANDS.try_with(|step| {
-                    let mut commands = step.0.lock().unwrap_or_else(|e| e.into_inner());
-                    commands.push((self.clone(), event.request_id));
-                });
+                let _ = STEP_COMMANDS.try_with(|step| step.record((self.clone(), event.request_id)));
                 self.emit_command("commandStarted", trace, |out| {
                     connection_fields(out, &event.connection, event.service_id);
                     out.insert("requestId", event.request_id);
