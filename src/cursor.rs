@@ -85,6 +85,7 @@ pub struct SharedCursor {
     /// Whether the server may still hold the cursor: false once it is drained, failed (the driver
     /// cursor dropped, which kills it) or closed. Read without the lock, which a read may hold.
     open: AtomicBool,
+    /// Where the owner's `close()` sends killCursors, from the first reply.
     kill_target: OnceLock<KillTarget>,
 }
 
@@ -263,8 +264,8 @@ impl SharedCursor {
             self.reads.lock().await.pending.clear();
             return;
         }
-        // Known before the in-flight getMore is dropped, which makes the crate kill the cursor
-        // too: that second killCursors is not reported (see `events::own_kill`).
+        // Recorded before the getMore in flight is dropped, which makes the crate kill the cursor
+        // too: that second killCursors is not reported (see `events::DUPLICATE_KILLS`).
         let target = self.kill_target.get();
         if let Some(target) = target {
             events::expect_duplicate_kill(&target.database, &target.collection, target.id);
