@@ -141,11 +141,14 @@ describe.each(['slow', 'never'] as const)('a getMore started ahead that is %s to
     // The reader's own getMore (the first batch is read).
     const pending = cursor.next()
     await until(() => server.received('getMore').length > getMoresBefore)
+    expect(await rumongo.openCursorCount()).toBe(1)
     const started = Date.now()
     await cursor.close()
     await expect(pending).resolves.toBeNull()
     expect(Date.now() - started).toBeLessThan(SETTLES_MS)
     expect(server.killed).toContain(BigInt(cursor.id!.toString()))
+    // Counted by what the cursor is, not by whether a read holds it (the soak's "1 at the end").
+    expect(await rumongo.openCursorCount()).toBe(0)
   })
 
   // Its span ends too: an OpenTelemetry span (and rumongo's record of the command) per getMore
