@@ -226,6 +226,64 @@ describe('a getMore started ahead that fails', () => {
   })
 })
 
+describe('close() during the find', () => {
+  /** A server whose finds answer after `delayMS` (never when null) with an open cursor. */
+  const slowFind = (delayMS: number | null) => {
+    let nextId = 7000n
+    return startWireServer({
+      answer(command): WireReply | Promise<WireReply> {
+        if (!('find' in command)) return { ok: 1 }
+        const reply = {
+          cursor: { id: Long.fromBigInt((nextId += 1n)), ns: 'test.items', firstBatch: [{ n: 1 }] },
+          ok: 1,
+        }
+        if (delayMS === null) return new Promise<WireReply>(() => {})
+        return new Promise((resolve) => setTimeout(() => resolve(reply), delayMS))
+      },
+    })
+  }
+
+  /** Starts a read, waits until the server has the find, closes; resolves with how long close() took. */
+  const closeDuringFind = async (client: AnyClient, server: WireServer) => {
+    const findsBefore = server.received('find').length
+    const cursor = items(client).find({}, { batchSize: 1 })
+    const read = cursor.next().catch((error: Error) => error)
+    await until(() => server.received('find').length > findsBefore)
+    const started = Date.now()
+    await cursor.close()
+    return { elapsed: Date.now() - started, read }
+  }
+
+  // The official driver resolves at once too (and leaves the cursor open on the server).
+  it('settles at once when the server never answers the find, as with the official driver', async () => {
+    const server = await slowFind(null)
+    const official = await OfficialClient.connect(server.uri)
+    const rumongo = await MongoClient.connect(server.uri)
+    try {
+      expect((await closeDuringFind(official, server)).elapsed).toBeLessThan(SETTLES_MS)
+      expect((await closeDuringFind(rumongo, server)).elapsed).toBeLessThan(SETTLES_MS)
+    } finally {
+      await Promise.all([official.close(), rumongo.close()])
+      await server.stop()
+    }
+  })
+
+  it('kills the cursor the find opens once it answers', async () => {
+    const server = await slowFind(SETTLES_MS + 1_000)
+    const rumongo = await MongoClient.connect(server.uri)
+    try {
+      const { elapsed, read } = await closeDuringFind(rumongo, server)
+      expect(elapsed).toBeLessThan(SETTLES_MS)
+      expect(await read).toBeNull()
+      await until(() => server.killed.length > 0)
+      expect(server.killed).toContain(7001n)
+    } finally {
+      await rumongo.close()
+      await server.stop()
+    }
+  })
+})
+
 describe('command events of close()', () => {
   let server: WireServer
 

@@ -400,15 +400,14 @@ export abstract class AbstractCursor<TSchema = Document>
   async close(): Promise<void> {
     if (this.#state === 'failed') return this.#killing
     if (this.#state === 'closed') return
-    // The find or aggregate the cursor runs: what it opens is killed once it answers.
-    const opening = this.#state === 'opening' ? this.#fetching : null
+    // During the find or aggregate, close() does not wait for it (a server that does not answer
+    // would hold it): what it opens is killed once it answers (see `#fetchNonEmptyBatch`).
     const moreForReader = this.#moreForReader || this.#serverCursorOpen()
     if (this.#state === 'open' && moreForReader) this.#killed = true
     this.#state = 'closed'
     this.#buffer = []
     this.#position = 0
     this.#ahead = []
-    await opening?.catch(() => false)
     const native = this.#native
     this.#native = null
     // A drained native cursor has nothing to kill: no round trip to the runtime (findOne, and
@@ -418,7 +417,11 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** Closes the cursor and resets it so the next read runs the query again. */
   async rewind(): Promise<void> {
+    const fetching = this.#fetching
     await this.close()
+    // A read in flight ends once closed (a getMore is dropped; a find, once it answers): it must
+    // not touch the cursor once reset.
+    await fetching?.catch(() => false)
     this.#state = 'new'
     this.#collectsAll = false
     this.#failure = undefined
@@ -466,10 +469,12 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** Fetches the next non-empty batch into the buffer; false when there is none. Concurrent callers share one fetch. */
   #fetchBatch(): Promise<boolean> {
-    this.#fetching ??= this.#fetchNonEmptyBatch().finally(() => {
-      this.#fetching = null
+    if (this.#fetching) return this.#fetching
+    const fetching = this.#fetchNonEmptyBatch().finally(() => {
+      if (this.#fetching === fetching) this.#fetching = null
     })
-    return this.#fetching
+    this.#fetching = fetching
+    return fetching
   }
 
   async #fetchNonEmptyBatch(): Promise<boolean> {
@@ -480,6 +485,12 @@ export abstract class AbstractCursor<TSchema = Document>
         const answer = await this.openWithoutCursor()
         if (answer !== undefined) return this.#serveAnswer(answer)
         const { opened, bsonOptions, sizeKey } = await this.openNative()
+        if (this.#state !== 'opening') {
+          // close() during the open: what was just opened is killed, in the background.
+          const native = opened.cursor
+          if (native) void callNative(() => native.close()).catch(() => {})
+          return false
+        }
         // No native cursor: the first batch is the whole result.
         this.#native = opened.cursor ?? null
         this.#serverHasMore = this.#native !== null
@@ -490,8 +501,6 @@ export abstract class AbstractCursor<TSchema = Document>
         this.#fail(error)
         throw error
       }
-      // close() during the open: kill what was just opened.
-      if (this.#state !== 'opening') return false
       this.#state = 'open'
       // The first batch came with the cursor: no round trip to the native side for it.
       if (firstBatch) this.#ahead.push(Promise.resolve(firstBatch))
