@@ -2,7 +2,7 @@
 //! client (until `close()`), its open cursors, its timeouts and its pool slots. It sits below both
 //! `client.rs` (which creates it) and the handles that use it, so neither depends on the other.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use mongodb::raw_batch_cursor::RawBatchCursor;
 
@@ -42,15 +42,14 @@ impl ClientState {
     /// Wraps a cursor a find or aggregate of this client just opened (see `NativeCursor::open`),
     /// registered so that `close()` kills it.
     pub async fn open_cursor(
-        &self,
+        self: &Arc<Self>,
         cursor: RawBatchCursor,
         single_batch: bool,
         output: BatchOutput,
         timeout: CursorTimeout,
         limit: Option<u64>,
     ) -> Result<OpenedCursor> {
-        let registry = (&self.cursors, &self.pool);
-        NativeCursor::open(cursor, single_batch, output, registry, timeout, limit).await
+        NativeCursor::open(cursor, single_batch, output, self, timeout, limit).await
     }
 
     pub fn new(client: mongodb::Client, timeouts: ClientTimeouts, pool: PoolGate) -> Self {

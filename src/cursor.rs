@@ -3,25 +3,34 @@
 use std::{
     collections::VecDeque,
     sync::{
-        atomic::{AtomicU64, Ordering},
-        Arc, Weak,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+        Arc, OnceLock, Weak,
     },
+    time::Duration,
 };
 
+use bson::doc;
 use futures_util::StreamExt;
-use mongodb::raw_batch_cursor::RawBatchCursor;
+use mongodb::raw_batch_cursor::{RawBatch, RawBatchCursor};
 use napi::{bindgen_prelude::PromiseRaw, Env};
 use napi_derive::napi;
 use tokio::sync::{watch, Mutex};
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     batch::{document_count, encode_batch, encode_reply_in_parts, is_last_reply, PendingBatch},
+    client_state::ClientState,
     deadline::{CursorTimeout, Deadline, PoolGate},
     error::{Error, Result},
-    events,
+    events::{self, StepCommands},
     format::{BatchOutput, DocumentBatch},
     task::{received, spawn},
 };
+
+/// How long `close()` waits for the reply to its killCursors before it resolves anyway (the kill
+/// goes on in the background): a server that does not answer must not hold `close()`, or a
+/// `break`, for good. The official driver waits for the reply too (`AbstractCursor.cleanup`).
+const KILL_WAIT: Duration = Duration::from_secs(2);
 
 enum CursorState {
     Open(Box<RawBatchCursor>),
@@ -43,6 +52,25 @@ struct Reads {
     left: Option<u64>,
 }
 
+/// Where a cursor's killCursors goes, from its first reply (the crate does not expose it).
+struct KillTarget {
+    database: String,
+    collection: String,
+    id: i64,
+}
+
+impl KillTarget {
+    fn of(reply: &RawBatch) -> Option<Self> {
+        let cursor = reply.as_raw_document().get_document("cursor").ok()?;
+        let (database, collection) = cursor.get_str("ns").ok()?.split_once('.')?;
+        Some(Self {
+            database: database.to_owned(),
+            collection: collection.to_owned(),
+            id: cursor.get_i64("id").ok()?,
+        })
+    }
+}
+
 /// A cursor's state shared by its JS handle (`NativeCursor`), its reads in flight and its client's
 /// registry (`OpenCursors`), through which the client closes it.
 pub struct SharedCursor {
@@ -51,6 +79,14 @@ pub struct SharedCursor {
     /// flight, so one batch is encoded while the next getMore runs, and none is served out of order.
     tickets: AtomicU64,
     serving: watch::Sender<u64>,
+    /// Cancelled by the owner's `close()`: every read, waiting or in flight, ends at once without
+    /// a batch, so that the getMores requested ahead never hold `close()` (or a `break`) up.
+    closing: CancellationToken,
+    /// Whether the server may still hold the cursor: false once it is drained, failed (the driver
+    /// cursor dropped, which kills it) or closed. Read without the lock, which a read may hold.
+    open: AtomicBool,
+    /// Where the owner's `close()` sends killCursors, from the first reply.
+    kill_target: OnceLock<KillTarget>,
 }
 
 /// A read's turn to fetch; ending it (dropped on any path) lets the next ticket fetch.
@@ -72,7 +108,16 @@ impl SharedCursor {
             }),
             tickets: AtomicU64::new(0),
             serving: watch::Sender::new(0),
+            closing: CancellationToken::new(),
+            open: AtomicBool::new(true),
+            kill_target: OnceLock::new(),
         }
+    }
+
+    /// Leaves the driver cursor for good (drained, failed or closed by the client).
+    fn end(&self, reads: &mut Reads, state: CursorState) {
+        reads.state = state;
+        self.open.store(false, Ordering::Release);
     }
 
     /// Waits until the reads asked for before `ticket` have fetched their batch.
@@ -85,7 +130,32 @@ impl SharedCursor {
 
     /// Reads the batch of `ticket` once the reads before it have fetched theirs: a part of a reply
     /// encoded in parts, or the next server batch (for ticket 0, the first reply, from the find).
+    /// `None` once the owner closed the cursor, even for a read already in flight: its getMore is
+    /// dropped where it stands (the crate closes the connection of a dropped operation), and its
+    /// outcome, a batch or an error nobody asked for yet, goes with it.
     async fn read(
+        &self,
+        ticket: u64,
+        single_batch: bool,
+        output: BatchOutput,
+        deadline: Deadline,
+        pool: &PoolGate,
+    ) -> Result<Option<DocumentBatch>> {
+        let commands = StepCommands::default();
+        let read = commands.scope(self.read_open(ticket, single_batch, output, deadline, pool));
+        tokio::select! {
+            biased;
+            () = self.closing.cancelled() => {
+                // Its getMore, if one was sent, gets its `commandFailed` (and its span ends).
+                commands.abandon(Error::CursorClosed);
+                Ok(None)
+            }
+            read = read => read,
+        }
+    }
+
+    /// `read` while the owner has not closed the cursor.
+    async fn read_open(
         &self,
         ticket: u64,
         single_batch: bool,
@@ -120,16 +190,35 @@ impl SharedCursor {
             let batch = cursor.next().await.transpose()?;
             Ok((cursor, batch))
         };
-        let (cursor, Some(batch)) = deadline.run(pool, step).await? else {
-            reads.state = CursorState::Done;
+        let (cursor, batch) = match deadline.run(pool, step).await {
+            Ok(fetched) => fetched,
+            Err(error) => {
+                // The driver cursor went with the step (killed on the server).
+                self.end(&mut reads, CursorState::Failed);
+                return Err(error);
+            }
+        };
+        let Some(batch) = batch else {
+            self.end(&mut reads, CursorState::Done);
             return Ok(None);
         };
+        if ticket == 0 {
+            if let Some(target) = KillTarget::of(&batch) {
+                let _ = self.kill_target.set(target);
+            }
+        }
         // A client-side `limit`, as in the official driver: a server (or proxy) that keeps the
         // cursor open past it must not make the cursor return more. The rest is dropped, and so
         // is the cursor (killed on the server).
         let keep = match reads.left {
             Some(left) => {
-                let count = document_count(&batch)? as u64;
+                let count = match document_count(&batch) {
+                    Ok(count) => count as u64,
+                    Err(error) => {
+                        self.end(&mut reads, CursorState::Failed);
+                        return Err(error);
+                    }
+                };
                 reads.left = Some(left.saturating_sub(count));
                 (count >= left).then_some(left as usize)
             }
@@ -140,7 +229,7 @@ impl SharedCursor {
         if !(last || is_last_reply(&batch)) {
             reads.state = CursorState::Open(cursor);
         } else {
-            reads.state = CursorState::Done;
+            self.end(&mut reads, CursorState::Done);
         }
         // Ticket 0 reads the first reply (tickets are served in order, and nothing is pending
         // before it): encoded in parts, see `encode_reply_in_parts`.
@@ -160,15 +249,50 @@ impl SharedCursor {
     /// Drops the driver cursor, which kills it on the server unless it was exhausted.
     pub async fn close_for_client(&self) {
         let mut reads = self.reads.lock().await;
-        reads.state = CursorState::ClientClosed;
+        self.end(&mut reads, CursorState::ClientClosed);
         reads.pending.clear();
+    }
+
+    /// The owner's `close()`: ends the reads in flight (see `read`), then kills the server cursor
+    /// if it may still be open and resolves once the server answered the killCursors, or after
+    /// `KILL_WAIT`, as the official driver's `close()` awaits its killCursors. A process that
+    /// exits right after leaves no cursor open on the server.
+    async fn close(&self, client: &ClientState) {
+        if !self.open.load(Ordering::Acquire) {
+            // Drained, failed or closed by the client: nothing in flight, nothing to kill, and a
+            // failed cursor keeps failing.
+            self.reads.lock().await.pending.clear();
+            return;
+        }
+        // Recorded before the getMore in flight is dropped, which makes the crate kill the cursor
+        // too: that second killCursors is not reported (see `events::DUPLICATE_KILLS`).
+        let target = self.kill_target.get();
+        if let Some(target) = target {
+            events::expect_duplicate_kill(&target.database, &target.collection, target.id);
+        }
+        self.closing.cancel();
+        let mut reads = self.reads.lock().await;
+        reads.pending.clear();
+        let cursor = std::mem::replace(&mut reads.state, CursorState::Done);
+        let open = self.open.swap(false, Ordering::AcqRel);
+        drop(reads);
+        if let (true, Some(target), Ok(driver)) = (open, target, client.client()) {
+            let kill = doc! { "killCursors": target.collection.as_str(), "cursors": [target.id] };
+            let database = driver.database(&target.database);
+            let run = async move { Ok(database.run_command(kill).await?) };
+            let pool = client.pool.clone();
+            // In a task of its own: it goes on after `KILL_WAIT`, and its errors are ignored, as
+            // the official driver ignores them.
+            let kill = events::own_kill(async move { Deadline::default().run(&pool, run).await });
+            let _ = tokio::time::timeout(KILL_WAIT, tokio::spawn(kill)).await;
+        }
+        // Dropping the driver cursor (after the kill, which then reaches the server first).
+        drop(cursor);
     }
 
     /// Whether the server cursor may still be open (a cursor busy in a getMore counts as open).
     pub fn is_open(&self) -> bool {
-        self.reads
-            .try_lock()
-            .map_or(true, |reads| matches!(reads.state, CursorState::Open(_)))
+        self.open.load(Ordering::Acquire)
     }
 }
 
@@ -230,8 +354,8 @@ pub struct NativeCursor {
     output: BatchOutput,
     /// The deadline of its getMores (`timeoutMS`, `socketTimeoutMS`).
     timeout: CursorTimeout,
-    /// Its client's pool slots, which each getMore takes one of.
-    pool: PoolGate,
+    /// Its client: the pool slots each getMore takes one of, the driver that `close()` kills with.
+    client: Arc<ClientState>,
 }
 
 impl NativeCursor {
@@ -242,12 +366,12 @@ impl NativeCursor {
         cursor: RawBatchCursor,
         single_batch: bool,
         output: BatchOutput,
-        (cursors, pool): (&OpenCursors, &PoolGate),
+        client: &Arc<ClientState>,
         timeout: CursorTimeout,
         limit: Option<u64>,
     ) -> Result<OpenedCursor> {
         let slot = Arc::new(SharedCursor::new(cursor, limit));
-        cursors.track(&slot);
+        client.cursors.track(&slot);
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         // The first reply came with the find: reading it takes no connection.
         let first_batch = slot
@@ -262,7 +386,7 @@ impl NativeCursor {
                 single_batch,
                 output,
                 timeout,
-                pool: pool.clone(),
+                client: client.clone(),
             }),
         })
     }
@@ -275,25 +399,22 @@ impl NativeCursor {
     #[napi(catch_unwind, ts_return_type = "Promise<DocumentBatch | null>")]
     pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
-        let (deadline, pool) = (self.timeout.next(), self.pool.clone());
+        let (deadline, client) = (self.timeout.next(), self.client.clone());
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         spawn(env, async move {
-            slot.read(ticket, single_batch, output, deadline, &pool).await
+            slot.read(ticket, single_batch, output, deadline, &client.pool)
+                .await
         })
     }
 
-    /// Kills the server cursor if it is still open. Idempotent.
+    /// Ends the reads in flight (they resolve to `null`) and kills the server cursor if it may
+    /// still be open; resolves once the kill is answered, or after a bound (see
+    /// `SharedCursor::close`). Idempotent.
     #[napi(catch_unwind, ts_return_type = "Promise<void>")]
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
-        let slot = self.slot.clone();
+        let (slot, client) = (self.slot.clone(), self.client.clone());
         spawn(env, async move {
-            let mut reads = slot.reads.lock().await;
-            if let CursorState::Open(_) = reads.state {
-                // Dropping the open cursor kills it, from a task the crate spawns.
-                events::expect_kill();
-                reads.state = CursorState::Done;
-            }
-            reads.pending.clear();
+            slot.close(&client).await;
             Ok(())
         })
     }

@@ -117,23 +117,43 @@ tokio::task_local! {
 
 /// The commands one network step started, so that when its time limit passes (`Deadline::run`)
 /// each one still in flight ends at once with a `commandFailed`, as the official driver's does,
-/// instead of never (the step goes on detached, or is dropped, without a reply).
+/// instead of never (the step goes on detached, or is dropped, without a reply). Also those of a
+/// cursor's read, which its owner's `close()` drops (`cursor.rs`).
 #[derive(Clone, Default)]
-pub struct StepCommands(Arc<Mutex<Vec<StepCommand>>>);
+pub struct StepCommands {
+    commands: Arc<Mutex<Vec<StepCommand>>>,
+    /// The scope this one runs in (a read's, around its step's): it records the commands too.
+    outer: Option<Box<StepCommands>>,
+}
 
 /// A command a step started: the monitor that saw it, and its request id.
 type StepCommand = (Arc<Monitor>, i32);
 
 impl StepCommands {
-    /// Runs `step`, recording the commands it starts.
+    /// Runs `step`, recording the commands it starts (in the scope this is called in too).
     pub fn scope<F: Future>(&self, step: F) -> impl Future<Output = F::Output> {
-        STEP_COMMANDS.scope(self.clone(), step)
+        let outer = STEP_COMMANDS.try_with(|outer| Box::new(outer.clone())).ok();
+        let scope = StepCommands {
+            commands: self.commands.clone(),
+            outer,
+        };
+        STEP_COMMANDS.scope(scope, step)
+    }
+
+    /// Records a command started in this scope and the scopes around it.
+    fn record(&self, command: StepCommand) {
+        let mut scope = Some(self);
+        while let Some(step) = scope {
+            let mut commands = step.commands.lock().unwrap_or_else(|e| e.into_inner());
+            commands.push(command.clone());
+            scope = step.outer.as_deref();
+        }
     }
 
     /// Ends every recorded command still in flight with a `commandFailed` carrying `failure`
     /// (the error the caller gets); a reply that comes later is not reported.
     pub fn abandon(&self, failure: Error) {
-        let commands = std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()));
+        let commands = std::mem::take(&mut *self.commands.lock().unwrap_or_else(|e| e.into_inner()));
         if commands.is_empty() {
             return;
         }
@@ -148,31 +168,66 @@ fn current_trace() -> u32 {
     TRACE.try_with(|trace| *trace).unwrap_or(0)
 }
 
-/// The traces of cursors closed open by traced operations, oldest first: the crate kills such a
-/// cursor from a task of its own, where the trace is not set. The next killCursors without a trace
-/// takes the oldest (the crate exposes no cursor id to match on).
-static PENDING_KILLS: Mutex<VecDeque<(u32, Instant)>> = Mutex::new(VecDeque::new());
-
-/// How long a closed cursor's kill may take to start before its trace is forgotten.
-const KILL_GRACE: Duration = Duration::from_secs(1);
-
-/// Records that the current operation is about to drop an open cursor (which kills it).
-pub fn expect_kill() {
-    let trace = current_trace();
-    if trace != 0 {
-        let mut pending = PENDING_KILLS.lock().unwrap_or_else(|e| e.into_inner());
-        pending.push_back((trace, Instant::now()));
-    }
+tokio::task_local! {
+    /// Set while rumongo's own killCursors of a closed cursor runs (see `own_kill`).
+    static OWN_KILL: ();
 }
 
-fn kill_trace() -> u32 {
-    let mut pending = PENDING_KILLS.lock().unwrap_or_else(|e| e.into_inner());
-    while let Some((trace, at)) = pending.pop_front() {
-        if at.elapsed() < KILL_GRACE {
-            return trace;
-        }
+/// The cursors rumongo killed itself when their owner closed them (`cursor.rs`), as
+/// `(database, collection, id)`, oldest first: the crate cannot drop a driver cursor without
+/// killing it again, and that second killCursors is not reported (the official driver sends one).
+/// The crate's kill takes its entry; one it never sends (the client closed first) is forgotten
+/// after `DUPLICATE_KILL_GRACE`.
+static DUPLICATE_KILLS: Mutex<VecDeque<(DuplicateKill, Instant)>> = Mutex::new(VecDeque::new());
+
+type DuplicateKill = (String, String, i64);
+
+/// How long the crate's second kill of a cursor may take to start before it is forgotten.
+const DUPLICATE_KILL_GRACE: Duration = Duration::from_secs(10);
+
+/// Records that the crate will kill cursor `id` of `database.collection` again (see
+/// `DUPLICATE_KILLS`).
+pub fn expect_duplicate_kill(database: &str, collection: &str, id: i64) {
+    let mut kills = DUPLICATE_KILLS.lock().unwrap_or_else(|e| e.into_inner());
+    while kills
+        .front()
+        .is_some_and(|(_, at)| at.elapsed() >= DUPLICATE_KILL_GRACE)
+    {
+        kills.pop_front();
     }
-    0
+    kills.push_back(((database.to_owned(), collection.to_owned(), id), Instant::now()));
+}
+
+/// `kill`, rumongo's own killCursors of a cursor its owner closed, ready to run in a task of its
+/// own: its command events carry the current trace, and are reported (the crate's second kill of
+/// the same cursor is not, see `DUPLICATE_KILLS`).
+pub fn own_kill<F: Future>(kill: F) -> impl Future<Output = F::Output> {
+    let trace = current_trace();
+    OWN_KILL.scope((), async move {
+        match trace {
+            0 => kill.await,
+            trace => TRACE.scope(trace, kill).await,
+        }
+    })
+}
+
+/// Whether `command`, a killCursors sent to `database`, is the crate's second kill of a cursor
+/// rumongo killed (taking its entry).
+fn is_duplicate_kill(database: &str, command: &Document) -> bool {
+    if OWN_KILL.try_with(|_| ()).is_ok() {
+        return false;
+    }
+    let (Ok(collection), Ok(cursors)) = (command.get_str("killCursors"), command.get_array("cursors")) else {
+        return false;
+    };
+    let [Bson::Int64(id)] = cursors.as_slice() else {
+        return false;
+    };
+    let mut kills = DUPLICATE_KILLS.lock().unwrap_or_else(|e| e.into_inner());
+    let found = kills
+        .iter()
+        .position(|((db, coll, killed), _)| killed == id && db == database && coll == collection);
+    found.and_then(|index| kills.remove(index)).is_some()
 }
 
 fn now_millis() -> f64 {
@@ -278,10 +333,11 @@ impl Monitor {
         let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         match event {
             CommandEvent::Started(event) => {
-                let trace = match current_trace() {
-                    0 if event.command_name == "killCursors" => kill_trace(),
-                    trace => trace,
-                };
+                // Not in flight either: its end events are not reported.
+                if event.command_name == "killCursors" && is_duplicate_kill(&event.db, &event.command) {
+                    return;
+                }
+                let trace = current_trace();
                 let command = InFlight {
                     database: event.db.clone(),
                     trace,
@@ -292,10 +348,7 @@ impl Monitor {
                 };
                 in_flight.insert(event.request_id, command);
                 drop(in_flight);
-                let _ = STEP_COMMANDS.try_with(|step| {
-                    let mut commands = step.0.lock().unwrap_or_else(|e| e.into_inner());
-                    commands.push((self.clone(), event.request_id));
-                });
+                let _ = STEP_COMMANDS.try_with(|step| step.record((self.clone(), event.request_id)));
                 self.emit_command("commandStarted", trace, |out| {
                     connection_fields(out, &event.connection, event.service_id);
                     out.insert("requestId", event.request_id);

@@ -149,7 +149,7 @@ impl CursorStart {
     /// batch (see `NativeCursor::open`).
     async fn open(
         self,
-        client: &ClientState,
+        client: &Arc<ClientState>,
         cursor: RawBatchCursor,
         timeout: OperationTimeout,
         deadline: Deadline,

@@ -81,6 +81,12 @@ export abstract class AbstractCursor<TSchema = Document>
   #replyPartsLeft = 0
   /** False once a batch said the server cursor is exhausted. */
   #serverHasMore = true
+  /**
+   * Whether the last batch the reader took said the server holds more: what `close()` goes by, as
+   * the official driver, which fetches nothing ahead, does (a batch fetched ahead that says the
+   * end, or fails, is one the reader has not seen).
+   */
+  #moreForReader = false
   #prefetchBatches = DEFAULT_PREFETCH
   /** Server batches sized for a bulk read when the caller sets no batch size (`readInBulk`). */
   #bulk = false
@@ -386,34 +392,42 @@ export abstract class AbstractCursor<TSchema = Document>
   }
 
   /**
-   * Kills the server cursor if still open and drops buffered documents. Idempotent. A failed cursor
-   * stays failed (its reads keep rejecting) until `rewind()`.
+   * Kills the server cursor if still open and drops buffered documents; resolves once the server
+   * answered the killCursors (or after a bound: a server that does not answer does not hold it).
+   * The getMores fetched ahead are dropped where they stand, and a read in flight resolves to
+   * `null`. Idempotent. A failed cursor stays failed (its reads keep rejecting) until `rewind()`.
    */
   async close(): Promise<void> {
     if (this.#state === 'failed') return this.#killing
     if (this.#state === 'closed') return
-    const wasOpening = this.#fetching
-    if (this.#state === 'open' && this.#serverCursorOpen()) this.#killed = true
+    // During the find or aggregate, close() does not wait for it (a server that does not answer
+    // would hold it): what it opens is killed once it answers (see `#fetchNonEmptyBatch`).
+    const moreForReader = this.#moreForReader || this.#serverCursorOpen()
+    if (this.#state === 'open' && moreForReader) this.#killed = true
     this.#state = 'closed'
     this.#buffer = []
     this.#position = 0
     this.#ahead = []
-    await wasOpening?.catch(() => false)
     const native = this.#native
     this.#native = null
     // A drained native cursor has nothing to kill: no round trip to the runtime (findOne, and
     // every result of one batch, closes its cursor).
-    if (native && this.#serverHasMore) await callNative(() => native.close())
+    if (native && (this.#serverHasMore || moreForReader)) await callNative(() => native.close())
   }
 
   /** Closes the cursor and resets it so the next read runs the query again. */
   async rewind(): Promise<void> {
+    const fetching = this.#fetching
     await this.close()
+    // A read in flight ends once closed (a getMore is dropped; a find, once it answers): it must
+    // not touch the cursor once reset.
+    await fetching?.catch(() => false)
     this.#state = 'new'
     this.#collectsAll = false
     this.#failure = undefined
     this.#killing = undefined
     this.#serverHasMore = true
+    this.#moreForReader = false
     this.#replyPartsLeft = 0
     this.#id = undefined
     this.#killed = false
@@ -455,10 +469,12 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** Fetches the next non-empty batch into the buffer; false when there is none. Concurrent callers share one fetch. */
   #fetchBatch(): Promise<boolean> {
-    this.#fetching ??= this.#fetchNonEmptyBatch().finally(() => {
-      this.#fetching = null
+    if (this.#fetching) return this.#fetching
+    const fetching = this.#fetchNonEmptyBatch().finally(() => {
+      if (this.#fetching === fetching) this.#fetching = null
     })
-    return this.#fetching
+    this.#fetching = fetching
+    return fetching
   }
 
   async #fetchNonEmptyBatch(): Promise<boolean> {
@@ -469,6 +485,12 @@ export abstract class AbstractCursor<TSchema = Document>
         const answer = await this.openWithoutCursor()
         if (answer !== undefined) return this.#serveAnswer(answer)
         const { opened, bsonOptions, sizeKey } = await this.openNative()
+        if (this.#state !== 'opening') {
+          // close() during the open: what was just opened is killed, in the background.
+          const native = opened.cursor
+          if (native) void callNative(() => native.close()).catch(() => {})
+          return false
+        }
         // No native cursor: the first batch is the whole result.
         this.#native = opened.cursor ?? null
         this.#serverHasMore = this.#native !== null
@@ -479,8 +501,6 @@ export abstract class AbstractCursor<TSchema = Document>
         this.#fail(error)
         throw error
       }
-      // close() during the open: kill what was just opened.
-      if (this.#state !== 'opening') return false
       this.#state = 'open'
       // The first batch came with the cursor: no round trip to the native side for it.
       if (firstBatch) this.#ahead.push(Promise.resolve(firstBatch))
@@ -513,6 +533,7 @@ export abstract class AbstractCursor<TSchema = Document>
         return false
       }
       if (batch.cursorId !== undefined) this.#id = Long.fromBigInt(batch.cursorId)
+      this.#moreForReader = batch.hasMore && this.#id !== undefined && !this.#id.isZero()
       this.#replyPartsLeft = batch.replyPartsLeft
       // The native cursor is drained (its server cursor too): requests made before this batch
       // arrived can only answer null, and none is made after it. The first batch comes with the
