@@ -58,6 +58,12 @@ describe('exports', () => {
     },
   )
 
+  it('exports mongoosePlugin from the CommonJS and ESM entries', () => {
+    const cjs = createRequire(import.meta.url)('rumongo')
+    expect(typeof rumongo.mongoosePlugin).toBe('function')
+    expect(rumongo.mongoosePlugin).toBe(cjs.mongoosePlugin)
+  })
+
   it('ReadPreference and ReadConcern validate and serialize as the official ones', () => {
     for (const driver of [official, rumongo] as any[]) {
       expect(() => new driver.ReadPreference('bad')).toThrow('Invalid read preference mode "bad"')

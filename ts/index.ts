@@ -203,3 +203,5 @@ export {
   UUID,
   type Document,
 } from 'bson'
+export { mongoosePlugin, type MongoosePlugin, type MongoosePluginOptions } from './mongoose/plugin.js'
+export type { MongooseFallback, MongooseFallbackReason, MongoosePluginStats } from './mongoose/stats.js'
