@@ -220,6 +220,34 @@ describe('mongoosePlugin serves the reads with the results Mongoose gets without
     })
   })
 
+  it('QueryCursor: next, rewind, addCursorFlag, close, and an AggregationCursor', async () => {
+    await same(async (side) => {
+      const cursor = side.Book.find().sort({ title: 1 }).lean().cursor()
+      const first = [await cursor.next(), await cursor.next()]
+      cursor.rewind()
+      const again = [await cursor.next(), await cursor.next()]
+      await cursor.close()
+      return { first, again, closed: cursor.closed }
+    })
+    await same(async (side) => {
+      const cursor = side.Book.find({ pages: { $lt: 200 } })
+        .sort({ title: 1 })
+        .lean()
+        .cursor()
+        .addCursorFlag('noCursorTimeout', false)
+        .addCursorFlag('partial', true)
+      const docs = []
+      for (let doc = await cursor.next(); doc !== null; doc = await cursor.next()) docs.push(doc)
+      return docs
+    })
+    await same(async (side) => {
+      const cursor = side.Book.aggregate([{ $sort: { title: -1 } }]).cursor()
+      const docs = [await cursor.next(), await cursor.next()]
+      await cursor.close()
+      return docs
+    })
+  })
+
   it('populate: paths, virtuals, lean and hydrated', async () => {
     await same(
       (side) =>
