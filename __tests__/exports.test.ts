@@ -40,6 +40,7 @@ describe('exports', () => {
     'ServerApiVersion',
     'ExplainVerbosity',
     'MongoErrorLabel',
+    'CURSOR_FLAGS',
   ])('%s has the official values', (name) => {
     expect((rumongo as Record<string, unknown>)[name]).toEqual((official as Record<string, unknown>)[name])
   })

@@ -399,6 +399,55 @@ describe('mongoosePlugin setup', () => {
     }
   })
 
+  it('the usual order: models first, a query buffered before mongoose.connect(), then the default connection', async () => {
+    const own = mongoosePlugin()
+    const instance = new mongoose.Mongoose()
+    instance.plugin(own)
+    const Book = instance.model('Book', new Schema({ title: String, pages: Number }), 'books')
+    const pending = Book.find({ pages: { $lt: 150 } }).sort({ title: 1 })
+    const queried = pending.exec()
+    await instance.connect(uri, { dbName, autoIndex: false })
+    try {
+      const docs = await queried
+      const expected = await plain.Book.find({ pages: { $lt: 150 } })
+        .sort({ title: 1 })
+        .lean()
+      // Fields outside the schema stay in a hydrated document, as they came from the driver.
+      expectIdentical(
+        docs.map((doc) => doc.toObject()),
+        expected,
+      )
+      expect(own.stats()).toMatchObject({ served: 1, fallbacks: 0, openClients: 1 })
+    } finally {
+      await instance.disconnect()
+    }
+    // The connection's rumongo client closed with it.
+    expect(own.stats().openClients).toBe(0)
+  })
+
+  it('one rumongo client per connection: shared by useDb(), closed with the connection, made again when it reopens', async () => {
+    const own = mongoosePlugin()
+    const instance = new mongoose.Mongoose()
+    instance.plugin(own)
+    const schema = new Schema({ title: String })
+    const connection = await instance.createConnection(uri, { dbName, autoIndex: false }).asPromise()
+    const Book = connection.model('Book', schema, 'books')
+    const Other = connection.useDb(`${dbName}_other`).model('Book', schema, 'books')
+    expect(await Book.countDocuments()).toBe(60)
+    expect(await Other.countDocuments()).toBe(0)
+    expect(own.stats()).toMatchObject({ served: 2, fallbacks: 0, openClients: 1 })
+    await connection.close()
+    expect(own.stats().openClients).toBe(0)
+    await connection.openUri(uri, { dbName, autoIndex: false })
+    try {
+      expect(await Book.countDocuments()).toBe(60)
+      expect(own.stats()).toMatchObject({ served: 3, fallbacks: 0, openClients: 1 })
+    } finally {
+      await connection.close()
+    }
+    expect(own.stats().openClients).toBe(0)
+  })
+
   it('a Mongoose instance without the plugin is left alone, even when it shares the copy of Mongoose', async () => {
     const before = plugin.stats()
     await plain.Book.find().lean()

@@ -44,6 +44,11 @@ export class ConnectionClients {
     return slot
   }
 
+  /** How many clients the plugin made are open (a given one is not counted). */
+  get openCount(): number {
+    return this.#owned.size
+  }
+
   /** Closes the clients the plugin made (not one it was given). */
   async close(): Promise<void> {
     await Promise.all([...this.#owned].map((client) => this.#closeOwned(client)))

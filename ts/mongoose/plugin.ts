@@ -67,7 +67,7 @@ export function mongoosePlugin(options: MongoosePluginOptions = {}): MongoosePlu
     schema.on('init', (model: MongooseModelHandle) => router.install(model))
   }
   return Object.assign(plugin, {
-    stats: () => counters.snapshot(),
+    stats: (): MongoosePluginStats => ({ ...counters.snapshot(), openClients: clients.openCount }),
     resetStats: () => counters.reset(),
     close: () => clients.close(),
   })

@@ -51,17 +51,21 @@ export interface MongoosePluginStats {
   fallbacksByMethod: Record<string, number>
   /** Why the last rumongo client could not be made from a connection's options, if it could not. */
   clientError?: string
+  /** The rumongo clients the plugin made that are open: one per open Mongoose connection that read. */
+  openClients: number
 }
 
+type Counts = Omit<MongoosePluginStats, 'openClients'>
+
 export class PluginCounters {
-  #stats: MongoosePluginStats = PluginCounters.#empty()
+  #stats: Counts = PluginCounters.#empty()
   readonly #onFallback: ((fallback: MongooseFallback) => void) | undefined
 
   constructor(onFallback?: (fallback: MongooseFallback) => void) {
     this.#onFallback = onFallback
   }
 
-  static #empty(): MongoosePluginStats {
+  static #empty(): Counts {
     return { served: 0, fallbacks: 0, servedByMethod: {}, fallbacksByReason: {}, fallbacksByMethod: {} }
   }
 
@@ -84,7 +88,7 @@ export class PluginCounters {
     }
   }
 
-  snapshot(): MongoosePluginStats {
+  snapshot(): Counts {
     const stats = this.#stats
     return {
       ...stats,
