@@ -153,6 +153,13 @@ describe('mongoosePlugin serves the reads with the results Mongoose gets without
       (side) => side.Book.find(query).sort({ title: -1 }).skip(3).limit(20),
       (docs) => docs.map(hydrated),
     )
+    await same((side) =>
+      side.Book.find({ title: { $in: ['book 03', 'book 04'] } })
+        .read('secondaryPreferred')
+        .comment('mongoosePlugin')
+        .maxTimeMS(30_000)
+        .lean({ versionKey: false }),
+    )
     await same(
       (side) => side.Author.find().select('+secret -tags').sort({ _id: 1 }),
       (docs) => docs.map(hydrated),
