@@ -2,7 +2,7 @@
 // instances read the same data, one with the plugin and one without: every result must be the
 // same value for value and type for type, and the official driver's command monitoring on the
 // plugin's side must show no read command except the fallbacks the plugin counted.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import mongoose, { Schema, type Connection } from 'mongoose'
 import { MongoClient, MongoInvalidArgumentError, mongoosePlugin, type MongooseFallback } from 'rumongo'
 import { expectIdentical, uniqueDbName, uri } from './setup/helpers.js'
@@ -368,6 +368,20 @@ describe('mongoosePlugin leaves to the official driver what rumongo cannot serve
     expect(plugin.stats().fallbacksByReason.write).toBe((before.fallbacksByReason.write ?? 0) + 1)
     await same((side) => side.Book.findOne({ title: 'book 59' }).lean())
     await plain.Book.updateOne({ title: 'book 59' }, { $set: { pages: 513 } })
+  })
+
+  it('watch: a change stream', async () => {
+    const stream = routed.Book.watch()
+    try {
+      await vi.waitFor(() => expect(fallbacks).toMatchObject([{ method: 'watch', reason: 'watch' }]))
+    } finally {
+      await stream.close()
+    }
+  })
+
+  it('method: any other driver method (Model.listIndexes)', async () => {
+    await fallsBack((side) => side.Book.listIndexes(), 'method')
+    expect(fallbacks).toMatchObject([{ method: 'listIndexes', reason: 'method' }])
   })
 
   it('client: a connection option rumongo refuses (family) leaves every read of that connection to the official driver', async () => {
