@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import mongoose, { Schema, type Connection } from 'mongoose'
 import { MongoClient, MongoInvalidArgumentError, mongoosePlugin, type MongooseFallback } from 'rumongo'
 import { expectIdentical, uniqueDbName, uri } from './setup/helpers.js'
+import { typedDocuments } from './setup/data.js'
 
 /** The commands a read sends (the official driver's names). */
 const READ_COMMANDS = new Set(['find', 'getMore', 'aggregate', 'count', 'distinct'])
@@ -80,7 +81,7 @@ function hydrated(doc: any) {
   if (doc == null) return doc
   return {
     object: doc.toObject(),
-    json: JSON.parse(JSON.stringify(doc)),
+    json: JSON.parse(JSON.stringify(doc, (_key, value) => (typeof value === 'bigint' ? `${value}n` : value))),
     model: doc.constructor.modelName,
     isNew: doc.isNew,
     modified: doc.modifiedPaths(),
@@ -281,6 +282,41 @@ describe('mongoosePlugin serves the reads with the results Mongoose gets without
     await same((side) => side.Click.find().sort({ at: -1 }).lean())
     await same((side) => side.Click.countDocuments())
     await same((side) => side.Click.aggregate([{ $sort: { at: 1 } }]))
+  })
+
+  it('every BSON type the server stores, through a schemaless model, lean and hydrated', async () => {
+    const stored = plain.connection.collection('typed')
+    await stored.insertMany(typedDocuments())
+    const schema = new Schema({}, { strict: false })
+    const Typed = (side: Side) =>
+      side.connection.models.Typed ?? side.connection.model('Typed', schema, 'typed')
+    await same((side) => Typed(side).find().sort({ _id: 1 }).lean())
+    await same(
+      (side) => Typed(side).find().sort({ _id: -1 }),
+      (docs) => docs.map((doc: any) => doc.toObject()),
+    )
+    // Typed paths: Mongoose casts what the driver returned (Int32, Double, Long to BigInt, UUID, Buffer).
+    const typedSchema = new Schema({
+      index: Number,
+      int32: Schema.Types.Int32,
+      double: Schema.Types.Double,
+      smallLong: BigInt,
+      bigLong: BigInt,
+      uuid: Schema.Types.UUID,
+      binary: Buffer,
+      date: Date,
+      nested: Schema.Types.Mixed,
+      tags: [String],
+      // No _id: the stored items have none, and a generated one differs on each side.
+      items: [new Schema({ sku: String, qty: Number, price: Number }, { _id: false })],
+    })
+    await same(
+      (side) =>
+        (side.connection.models.TypedPaths ?? side.connection.model('TypedPaths', typedSchema, 'typed'))
+          .find({ index: { $gte: 3 } })
+          .sort({ index: 1 }),
+      (docs) => docs.map(hydrated),
+    )
   })
 
   it('errors: a cast error, and a server error with the same class, code and message', async () => {
