@@ -493,12 +493,17 @@ describe('mongoosePlugin setup', () => {
     expect(await Book.countDocuments()).toBe(60)
     expect(await Other.countDocuments()).toBe(0)
     expect(own.stats()).toMatchObject({ served: 2, fallbacks: 0, openClients: 1 })
+    // plugin.close() with the connection open: the next read makes a new client.
+    await own.close()
+    expect(own.stats().openClients).toBe(0)
+    expect(await Book.countDocuments()).toBe(60)
+    expect(own.stats()).toMatchObject({ served: 3, fallbacks: 0, openClients: 1 })
     await connection.close()
     expect(own.stats().openClients).toBe(0)
     await connection.openUri(uri, { dbName, autoIndex: false })
     try {
       expect(await Book.countDocuments()).toBe(60)
-      expect(own.stats()).toMatchObject({ served: 3, fallbacks: 0, openClients: 1 })
+      expect(own.stats()).toMatchObject({ served: 4, fallbacks: 0, openClients: 1 })
     } finally {
       await connection.close()
     }

@@ -15,7 +15,7 @@ export class ConnectionClients {
    * Keyed by the official driver's client: a connection and its `useDb()` children share it (and
    * so share one rumongo client), and a connection opened again has a new one.
    */
-  readonly #byOfficialClient = new WeakMap<object, ClientSlot>()
+  #byOfficialClient = new WeakMap<object, ClientSlot>()
   readonly #owned = new Set<MongoClient>()
 
   constructor(given?: MongoClient) {
@@ -36,8 +36,8 @@ export class ConnectionClients {
       if (client) {
         this.#owned.add(client)
         root.once('close', () => {
-          this.#byOfficialClient.delete(official)
-          this.#closeOwned(client)
+          if (this.#byOfficialClient.get(official)?.client === client) this.#byOfficialClient.delete(official)
+          void this.#closeOwned(client)
         })
       }
     }
@@ -49,8 +49,9 @@ export class ConnectionClients {
     return this.#owned.size
   }
 
-  /** Closes the clients the plugin made (not one it was given). */
+  /** Closes the clients the plugin made (not one it was given); a later read makes a new one. */
   async close(): Promise<void> {
+    this.#byOfficialClient = new WeakMap()
     await Promise.all([...this.#owned].map((client) => this.#closeOwned(client)))
   }
 

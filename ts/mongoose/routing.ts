@@ -8,6 +8,7 @@
  */
 import { BSONError, type Document } from 'bson'
 import type { Collection } from '../collection.js'
+import type { MongoClient } from '../mongo_client.js'
 import {
   MongoCompatibilityError,
   MongoInvalidArgumentError,
@@ -101,15 +102,18 @@ export class Router {
    */
   #makeStandIn(native: MongooseNativeCollection, official: OfficialCollectionLike): OfficialCollectionLike {
     const namespace = `${official.dbName}.${official.collectionName}`
-    let rumongo: { collection: Collection } | { error: Error } | undefined
-    const target = () => {
-      if (rumongo !== undefined) return rumongo
+    // The rumongo collection, made again when the connection's client changes (plugin.close()).
+    let made: { client: MongoClient; collection: Collection } | undefined
+    const target = (): { collection: Collection } | { error: Error } => {
       const slot = this.#clients.clientFor(native.conn)
-      // The client is the connection's: a failed one is retried on the next call, a made one kept
-      // for the collection's life (the connection closing makes a new official collection).
       if (slot.error) return { error: slot.error }
-      rumongo = { collection: slot.client.db(official.dbName).collection(official.collectionName) }
-      return rumongo
+      if (made?.client !== slot.client) {
+        made = {
+          client: slot.client,
+          collection: slot.client.db(official.dbName).collection(official.collectionName),
+        }
+      }
+      return made
     }
     const fallBack = (method: string, reason: MongooseFallbackReason, args: unknown[], error?: Error) => {
       this.#counters.fellBack({ method, reason, namespace, ...(error ? { error } : {}) })
