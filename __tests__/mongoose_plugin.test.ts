@@ -389,6 +389,19 @@ describe('mongoosePlugin leaves to the official driver what rumongo cannot serve
     expect(routed.reads).toEqual(['find'])
   })
 
+  it('option: an aggregate that writes ($out) goes to the official driver, which runs it', async () => {
+    const outcome = (side: Side) =>
+      side.Book.aggregate([
+        { $match: { pages: { $lt: 150 } } },
+        { $out: `copy_${side === routed ? 'routed' : 'plain'}` },
+      ])
+        .then((result) => ({ result }))
+        .catch((error: any) => ({ error: `${error.name} ${error.code}: ${error.message}` }))
+    expectIdentical(await outcome(routed), await outcome(plain))
+    expect(fallbacks).toMatchObject([{ method: 'aggregate', reason: 'option' }])
+    expect(fallbacks[0]!.error).toBeInstanceOf(MongoInvalidArgumentError)
+  })
+
   it('explain: a find with explain', async () => {
     await fallsBack(
       (side) => side.Book.find({ pages: 100 }).explain('queryPlanner'),
