@@ -530,6 +530,29 @@ describe('mongoosePlugin setup', () => {
     expect(plain.reads).toContain('find')
   })
 
+  it('an onFallback listener that throws does not fail the read', async () => {
+    const own = mongoosePlugin({
+      onFallback: () => {
+        throw new Error('listener failure')
+      },
+    })
+    const instance = new mongoose.Mongoose()
+    instance.plugin(own)
+    const connection = await instance.createConnection(uri, { dbName, autoIndex: false }).asPromise()
+    try {
+      const Book = connection.model('Book', new Schema({ title: String }), 'books')
+      const session = await connection.startSession()
+      try {
+        expect(await Book.countDocuments({}, { session })).toBe(60)
+      } finally {
+        await session.endSession()
+      }
+      expect(own.stats()).toMatchObject({ served: 0, fallbacks: 1, fallbacksByReason: { session: 1 } })
+    } finally {
+      await connection.close()
+    }
+  })
+
   it('bad options fail at once with a typed error', () => {
     expect(() => mongoosePlugin({ client: {} as any })).toThrow(MongoInvalidArgumentError)
     expect(() => mongoosePlugin({ onFallback: 1 as any })).toThrow(MongoInvalidArgumentError)
