@@ -20,6 +20,7 @@ import {
   MongoParseError,
   MongoRuntimeError,
   firstDifference,
+  mongoosePlugin,
   ObjectId,
   shadow,
   type Collection,
@@ -287,6 +288,15 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ['shadow', 'a non-function onError', () => shadow(items, items, any({ onError: 'log' })), INVALID],
   ['shadow', 'a string ignoreKeyOrder', () => shadow(items, items, any({ ignoreKeyOrder: 'yes' })), INVALID],
   ['shadow', 'a string redact', () => shadow(items, items, any({ redact: 'yes' })), INVALID],
+  // mongoosePlugin
+  ['mongoosePlugin', 'null options', () => mongoosePlugin(any(null)), INVALID],
+  [
+    'mongoosePlugin',
+    'a client that is not a rumongo MongoClient',
+    () => mongoosePlugin(any({ client: {} })),
+    INVALID,
+  ],
+  ['mongoosePlugin', 'a non-function onFallback', () => mongoosePlugin(any({ onFallback: 'log' })), INVALID],
   ['ShadowCollection.find', 'a number filter', () => shadowed.find(any(5)), INVALID],
   ['ShadowCollection.findOne', 'a number filter', () => shadowed.findOne(any(5)), INVALID],
   ['ShadowCollection.aggregate', 'a non-array pipeline', () => shadowed.aggregate(any({})), INVALID],

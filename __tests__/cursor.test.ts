@@ -230,6 +230,90 @@ describe('findCursor on the real server', () => {
     expectIdentical(await cursor.toArray(), await theirs().find(filter, options).toArray())
   })
 
+  it('rewind() not awaited: the next read runs the query again, as with the official driver', async () => {
+    // The official rewind() returns nothing: its callers (Mongoose's QueryCursor) read at once.
+    const filter = { n: { $lt: 300 } }
+    const reads = async (cursor: any) => {
+      const first = [await cursor.next(), await cursor.next()]
+      cursor.rewind()
+      const next = await cursor.next()
+      cursor.rewind()
+      const more = await cursor.hasNext()
+      cursor.rewind()
+      const all = await cursor.toArray()
+      cursor.rewind()
+      const iterated = []
+      for await (const document of cursor) iterated.push(document)
+      await cursor.close()
+      return { first, next, more, all, iterated }
+    }
+    expectIdentical(await reads(ours().find(filter, options)), await reads(theirs().find(filter, options)))
+  })
+
+  it('addCursorFlag: the official checks and errors; noCursorTimeout is sent, partial taken, tailable refused', async () => {
+    const filter = { n: { $lt: 200 } }
+    const outcome = (set: () => unknown) => {
+      try {
+        set()
+        return 'ok'
+      } catch (error: any) {
+        return `${error.constructor.name}: ${error.message}`
+      }
+    }
+    for (const [flag, value] of [
+      ['bogus', true],
+      ['noCursorTimeout', 'yes'],
+      ['partial', 1],
+      ['noCursorTimeout', true],
+      ['partial', false],
+      ['tailable', false],
+    ] as const) {
+      expect(
+        outcome(() =>
+          ours()
+            .find(filter)
+            .addCursorFlag(flag as any, value as any),
+        ),
+      ).toBe(
+        outcome(() =>
+          theirs()
+            .find(filter)
+            .addCursorFlag(flag as any, value as any),
+        ),
+      )
+    }
+    const started = async (cursor: any) => {
+      await cursor.next()
+      return outcome(() => cursor.addCursorFlag('noCursorTimeout', true))
+    }
+    expect(await started(ours().find(filter))).toBe(await started(theirs().find(filter)))
+    // The find sends noCursorTimeout (the embedded server refuses it, to both drivers alike);
+    // partial is a legacy OP_QUERY flag neither driver sends.
+    const sent = (cursor: any, flag: string) =>
+      cursor
+        .addCursorFlag(flag, true)
+        .toArray()
+        .then(
+          (documents: unknown[]) => documents,
+          (error: Error) => `${error.constructor.name}: ${error.message}`,
+        )
+    for (const flag of ['noCursorTimeout', 'partial']) {
+      expect(await sent(ours().find(filter, options), flag)).toEqual(
+        await sent(theirs().find(filter, options), flag),
+      )
+    }
+    // An aggregate takes the flags and, as in the official driver, does not send them.
+    const both = (cursor: any) =>
+      cursor.addCursorFlag('noCursorTimeout', true).addCursorFlag('partial', true).toArray()
+    expectIdentical(
+      await both(ours().aggregate([{ $match: filter }, { $sort: { n: 1 } }])),
+      await both(theirs().aggregate([{ $match: filter }, { $sort: { n: 1 } }])),
+    )
+    expect(() => ours().find(filter).addCursorFlag('tailable', true)).toThrow(
+      new MongoInvalidArgumentError('rumongo does not support the cursor flag "tailable"'),
+    )
+  })
+
   it('a projection holding a BigInt reads as with the official driver', async () => {
     const query = {
       sort: { n: 1 },

@@ -40,6 +40,7 @@ describe('exports', () => {
     'ServerApiVersion',
     'ExplainVerbosity',
     'MongoErrorLabel',
+    'CURSOR_FLAGS',
   ])('%s has the official values', (name) => {
     expect((rumongo as Record<string, unknown>)[name]).toEqual((official as Record<string, unknown>)[name])
   })
@@ -57,6 +58,12 @@ describe('exports', () => {
       expect(chain((rumongo as any)[name])).toEqual(chain((official as any)[name]))
     },
   )
+
+  it('exports mongoosePlugin from the CommonJS and ESM entries', () => {
+    const cjs = createRequire(import.meta.url)('rumongo')
+    expect(typeof rumongo.mongoosePlugin).toBe('function')
+    expect(rumongo.mongoosePlugin).toBe(cjs.mongoosePlugin)
+  })
 
   it('ReadPreference and ReadConcern validate and serialize as the official ones', () => {
     for (const driver of [official, rumongo] as any[]) {

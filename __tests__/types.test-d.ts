@@ -6,7 +6,7 @@
 import { describe, expectTypeOf, it } from 'vitest'
 import type { RecordBatch, Table } from 'apache-arrow'
 import type { Collection as OfficialCollection } from 'mongodb'
-import { Schema, model as mongooseModel, type Model as MongooseModel, type Types } from 'mongoose'
+import mongoose, { Schema, model as mongooseModel, type Model as MongooseModel, type Types } from 'mongoose'
 import {
   Binary,
   BSONRegExp,
@@ -14,6 +14,7 @@ import {
   Long,
   Model,
   MongoClient,
+  mongoosePlugin,
   ObjectId,
   type CommandStartedEvent,
   type ConnectionCheckedOutEvent,
@@ -504,5 +505,18 @@ describe('Model types', () => {
     // Filters are the collection's.
     // @ts-expect-error: age is a number
     void Model.define(users, ['name']).find({ age: 'eighteen' })
+  })
+})
+
+describe('mongoosePlugin', () => {
+  it("is what Mongoose's plugin() and Schema.plugin() take", () => {
+    const plugin = mongoosePlugin({
+      client: new MongoClient('mongodb://localhost'),
+      onFallback: (f) => void f.reason,
+    })
+    mongoose.plugin(plugin)
+    new Schema({ a: String }).plugin(plugin)
+    expectTypeOf(plugin.stats().fallbacksByReason.session).toEqualTypeOf<number | undefined>()
+    expectTypeOf(plugin.close()).toEqualTypeOf<Promise<void>>()
   })
 })

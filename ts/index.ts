@@ -83,7 +83,7 @@ export type {
   RootFilterOperators,
 } from './types/filter.js'
 export type { JsonFormat, JsonOptions, PipeJsonResult } from './json.js'
-export { AbstractCursor } from './cursor/abstract_cursor.js'
+export { AbstractCursor, CURSOR_FLAGS, type CursorFlag } from './cursor/abstract_cursor.js'
 export {
   ArrowCursor,
   type AggregateArrowOptions,
@@ -203,3 +203,5 @@ export {
   UUID,
   type Document,
 } from 'bson'
+export { mongoosePlugin, type MongoosePlugin, type MongoosePluginOptions } from './mongoose/plugin.js'
+export type { MongooseFallback, MongooseFallbackReason, MongoosePluginStats } from './mongoose/stats.js'

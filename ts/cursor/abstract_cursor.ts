@@ -14,6 +14,7 @@ import {
   MongoCursorInUseError,
   MongoInvalidArgumentError,
   MongoNotConnectedError,
+  cursorFailedEarlier,
 } from '../errors.js'
 import {
   type BatchOutput,
@@ -54,6 +55,17 @@ type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'failed' | 'closed
  * encoding and fetching alternate and JS waits (a 10k-document find: ~1.5x the wall time).
  */
 const DEFAULT_PREFETCH = 2
+
+/** The official driver's cursor flags (`addCursorFlag`). */
+export const CURSOR_FLAGS = [
+  'tailable',
+  'oplogReplay',
+  'noCursorTimeout',
+  'awaitData',
+  'exhaust',
+  'partial',
+] as const
+export type CursorFlag = (typeof CURSOR_FLAGS)[number]
 
 /**
  * A cursor over query results. Lazy: nothing is sent until the first read.
@@ -101,6 +113,8 @@ export abstract class AbstractCursor<TSchema = Document>
   #killed = false
   /** The kill of the server cursor after a failure found in JS, which `close()` waits for. */
   #killing: Promise<void> | undefined = undefined
+  /** A `rewind()` in progress: a read started meanwhile waits for it, then runs the query again. */
+  #rewinding: Promise<void> | undefined = undefined
 
   protected constructor(source: CursorSource, format: BatchFormat = DOCUMENTS) {
     this.#source = source
@@ -183,6 +197,29 @@ export abstract class AbstractCursor<TSchema = Document>
   protected throwIfInitialized(): void {
     if (this.initialized) throw new MongoCursorInUseError()
   }
+
+  /**
+   * Sets a cursor flag, as the official driver's `addCursorFlag` (same checks, same errors). A find
+   * sends `noCursorTimeout`; `partial` is taken and, as in the official driver, sent by no command
+   * (it is a flag of the legacy OP_QUERY). rumongo has no tailable or exhaust cursors: setting
+   * `tailable`, `awaitData`, `oplogReplay` or `exhaust` is refused.
+   */
+  addCursorFlag(flag: CursorFlag, value: boolean): this {
+    this.throwIfInitialized()
+    if (!CURSOR_FLAGS.includes(flag)) {
+      throw new MongoInvalidArgumentError(`Flag ${String(flag)} is not one of ${CURSOR_FLAGS.join()}`)
+    }
+    if (typeof value !== 'boolean')
+      throw new MongoInvalidArgumentError(`Flag ${flag} must be a boolean value`)
+    if (flag === 'noCursorTimeout') this.applyNoCursorTimeout(value)
+    else if (value && flag !== 'partial') {
+      throw new MongoInvalidArgumentError(`rumongo does not support the cursor flag "${flag}"`)
+    }
+    return this
+  }
+
+  /** Where a cursor kind takes `noCursorTimeout` (an aggregate, like the official one, ignores it). */
+  protected applyNoCursorTimeout(_value: boolean): void {}
 
   /**
    * Runs the cursor-creating command (find / aggregate); returns its decode options, and the key
@@ -312,6 +349,7 @@ export abstract class AbstractCursor<TSchema = Document>
    * after a read failed.
    */
   async next(): Promise<TSchema | null> {
+    if (this.#rewinding) await this.#rewinding.catch(() => undefined)
     this.#throwIfFailed()
     if (this.#state === 'closed') {
       if (this.#killed) throw new MongoCursorExhaustedError()
@@ -348,6 +386,7 @@ export abstract class AbstractCursor<TSchema = Document>
    * @throws MongoCursorExhaustedError after a read failed.
    */
   async hasNext(): Promise<boolean> {
+    if (this.#rewinding) await this.#rewinding.catch(() => undefined)
     this.#throwIfFailed()
     if (this.#state === 'closed') return false
     do {
@@ -361,6 +400,7 @@ export abstract class AbstractCursor<TSchema = Document>
    * @throws MongoCursorExhaustedError after a read failed: what is left is unknown, not empty.
    */
   async toArray(): Promise<TSchema[]> {
+    if (this.#rewinding) await this.#rewinding.catch(() => undefined)
     this.#throwIfFailed()
     if (this.#state === 'closed') return []
     if (this.#state === 'new') this.#collectsAll = true
@@ -415,8 +455,21 @@ export abstract class AbstractCursor<TSchema = Document>
     if (native && (this.#serverHasMore || moreForReader)) await callNative(() => native.close())
   }
 
-  /** Closes the cursor and resets it so the next read runs the query again. */
-  async rewind(): Promise<void> {
+  /**
+   * Closes the cursor and resets it so the next read runs the query again. As with the official
+   * driver (whose `rewind()` returns nothing), a read may follow at once without awaiting it.
+   */
+  rewind(): Promise<void> {
+    const rewinding = this.#rewind()
+    this.#rewinding = rewinding
+    const done = () => {
+      if (this.#rewinding === rewinding) this.#rewinding = undefined
+    }
+    rewinding.then(done, done)
+    return rewinding
+  }
+
+  async #rewind(): Promise<void> {
     const fetching = this.#fetching
     await this.close()
     // A read in flight ends once closed (a getMore is dropped; a find, once it answers): it must
@@ -449,7 +502,7 @@ export abstract class AbstractCursor<TSchema = Document>
    */
   [Symbol.asyncIterator](): AsyncGenerator<TSchema, void, void> {
     const iterated = {
-      next: () => (this.#state === 'closed' ? Promise.resolve(null) : this.next()),
+      next: () => (this.#state === 'closed' && !this.#rewinding ? Promise.resolve(null) : this.next()),
       close: () => this.close(),
     }
     return new CursorIterator(iterated, () => this.#takeBuffered())
@@ -628,11 +681,7 @@ export abstract class AbstractCursor<TSchema = Document>
    * returns `null` or `[]` there in some cases): it rejects, with the first failure as the cause.
    */
   #throwIfFailed(): void {
-    if (this.#state !== 'failed') return
-    const reason = this.#failure instanceof Error ? this.#failure.message : String(this.#failure)
-    throw new MongoCursorExhaustedError(`Cursor is exhausted: an earlier read failed (${reason})`, {
-      cause: this.#failure,
-    })
+    if (this.#state === 'failed') throw cursorFailedEarlier(this.#failure)
   }
 }
 

@@ -72,6 +72,10 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     return super.map(transform) as FindCursor<T>
   }
 
+  protected override applyNoCursorTimeout(value: boolean): void {
+    this.#set('noCursorTimeout', value)
+  }
+
   #set(key: keyof FindOptions & string, value: unknown): this {
     this.throwIfInitialized()
     ;(this.#options as Document)[key] = normalizeOperationOption(FIND, key, value)
