@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use mongodb::raw_batch_cursor::RawBatchCursor;
 
 use crate::{
-    cursor::{NativeCursor, OpenCursors, OpenedCursor},
+    cursor::{CursorOwner, NativeCursor, OpenCursors, OpenedCursor},
     deadline::{ClientTimeouts, CursorTimeout, PoolGate},
     error::{Error, Result},
     format::BatchOutput,
@@ -49,7 +49,7 @@ impl ClientState {
         timeout: CursorTimeout,
         limit: Option<u64>,
     ) -> Result<OpenedCursor> {
-        NativeCursor::open(cursor, single_batch, output, self, timeout, limit).await
+        NativeCursor::open(cursor, single_batch, output, self.clone(), timeout, limit).await
     }
 
     pub fn new(client: mongodb::Client, timeouts: ClientTimeouts, pool: PoolGate) -> Self {
@@ -65,4 +65,18 @@ impl ClientState {
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding these short critical sections leaves the data valid.
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl CursorOwner for ClientState {
+    fn cursors(&self) -> &OpenCursors {
+        &self.cursors
+    }
+
+    fn pool(&self) -> &PoolGate {
+        &self.pool
+    }
+
+    fn driver(&self) -> Result<mongodb::Client> {
+        self.client()
+    }
 }

@@ -19,10 +19,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     batch::{document_count, encode_batch, encode_reply_in_parts, is_last_reply, PendingBatch},
-    client_state::ClientState,
-    deadline::{CursorTimeout, Deadline, PoolGate},
+    deadline::{CursorTimeout, Deadline, PoolGate, DETACHED_GRACE},
     error::{Error, Result},
-    events::{self, StepCommands},
+    events,
     format::{BatchOutput, DocumentBatch},
     task::{received, spawn},
 };
@@ -130,27 +129,34 @@ impl SharedCursor {
 
     /// Reads the batch of `ticket` once the reads before it have fetched theirs: a part of a reply
     /// encoded in parts, or the next server batch (for ticket 0, the first reply, from the find).
-    /// `None` once the owner closed the cursor, even for a read already in flight: its getMore is
-    /// dropped where it stands (the crate closes the connection of a dropped operation), and its
-    /// outcome, a batch or an error nobody asked for yet, goes with it.
+    /// `None` once the owner closed the cursor, even for a read already in flight: its outcome, a
+    /// batch or an error nobody asked for yet, goes nowhere. Its getMore is not dropped where it
+    /// stands (the crate closes the connection of a dropped operation: a new connection for every
+    /// early `break`, and on FerretDB the end of every cursor opened on that connection, other
+    /// queries' included): it finishes in the background, at most `DETACHED_GRACE`.
     async fn read(
-        &self,
+        self: &Arc<Self>,
         ticket: u64,
         single_batch: bool,
         output: BatchOutput,
         deadline: Deadline,
         pool: &PoolGate,
     ) -> Result<Option<DocumentBatch>> {
-        let commands = StepCommands::default();
-        let read = commands.scope(self.read_open(ticket, single_batch, output, deadline, pool));
+        let (cursor, pool) = (self.clone(), pool.clone());
+        let mut read = Box::pin(async move {
+            cursor
+                .read_open(ticket, single_batch, output, deadline, &pool)
+                .await
+        });
         tokio::select! {
             biased;
             () = self.closing.cancelled() => {
-                // Its getMore, if one was sent, gets its `commandFailed` (and its span ends).
-                commands.abandon(Error::CursorClosed);
+                tokio::spawn(async move {
+                    let _ = tokio::time::timeout(DETACHED_GRACE, read).await;
+                });
                 Ok(None)
             }
-            read = read => read,
+            read = &mut read => read,
         }
     }
 
@@ -165,6 +171,10 @@ impl SharedCursor {
     ) -> Result<Option<DocumentBatch>> {
         let turn = self.turn(ticket).await;
         let mut reads = self.reads.lock().await;
+        if self.closing.is_cancelled() {
+            // Its turn came after the owner's close(): no getMore for a closed cursor.
+            return Ok(None);
+        }
         if let Some(pending) = reads.pending.pop_front() {
             drop(reads);
             drop(turn);
@@ -256,38 +266,47 @@ impl SharedCursor {
     /// The owner's `close()`: ends the reads in flight (see `read`), then kills the server cursor
     /// if it may still be open and resolves once the server answered the killCursors, or after
     /// `KILL_WAIT`, as the official driver's `close()` awaits its killCursors. A process that
-    /// exits right after leaves no cursor open on the server.
-    async fn close(&self, client: &ClientState) {
-        if !self.open.load(Ordering::Acquire) {
-            // Drained, failed or closed by the client: nothing in flight, nothing to kill, and a
-            // failed cursor keeps failing.
-            self.reads.lock().await.pending.clear();
-            return;
-        }
-        // Recorded before the getMore in flight is dropped, which makes the crate kill the cursor
-        // too: that second killCursors is not reported (see `events::DUPLICATE_KILLS`).
-        let target = self.kill_target.get();
-        if let Some(target) = target {
-            events::expect_duplicate_kill(&target.database, &target.collection, target.id);
-        }
-        self.closing.cancel();
-        let mut reads = self.reads.lock().await;
-        reads.pending.clear();
-        let cursor = std::mem::replace(&mut reads.state, CursorState::Done);
+    /// exits right after leaves no cursor open on the server. It never waits for a getMore in
+    /// flight: the driver cursor is dropped once that getMore is done with it, in the background.
+    async fn close(self: &Arc<Self>, client: &dyn CursorOwner) {
         let open = self.open.swap(false, Ordering::AcqRel);
-        drop(reads);
-        if let (true, Some(target), Ok(driver)) = (open, target, client.client()) {
+        self.closing.cancel();
+        let target = self.kill_target.get().filter(|_| open);
+        let mut killed = false;
+        if let (Some(target), Ok(driver)) = (target, client.driver()) {
             let kill = doc! { "killCursors": target.collection.as_str(), "cursors": [target.id] };
             let database = driver.database(&target.database);
             let run = async move { Ok(database.run_command(kill).await?) };
-            let pool = client.pool.clone();
+            let pool = client.pool().clone();
             // In a task of its own: it goes on after `KILL_WAIT`, and its errors are ignored, as
             // the official driver ignores them.
             let kill = events::own_kill(async move { Deadline::default().run(&pool, run).await });
-            let _ = tokio::time::timeout(KILL_WAIT, tokio::spawn(kill)).await;
+            killed = matches!(
+                tokio::time::timeout(KILL_WAIT, tokio::spawn(kill)).await,
+                Ok(Ok(Ok(_)))
+            );
         }
-        // Dropping the driver cursor (after the kill, which then reaches the server first).
-        drop(cursor);
+        // The lock waits for a read in flight: the driver cursor is dropped in the background.
+        let unanswered = target
+            .filter(|_| !killed)
+            .map(|target| (target.database.clone(), target.collection.clone(), target.id));
+        let cursor = self.clone();
+        tokio::spawn(async move {
+            let mut reads = cursor.reads.lock().await;
+            reads.pending.clear();
+            let state = std::mem::replace(&mut reads.state, CursorState::Done);
+            drop(reads);
+            if let CursorState::Open(mut driver_cursor) = state {
+                if killed {
+                    // Killed and answered: dropping it must not send a second killCursors.
+                    driver_cursor.forget_server_cursor();
+                } else if let Some((database, collection, id)) = unanswered {
+                    // Not answered in time: the crate's kill on drop may be a second one, not
+                    // reported (see `events::DUPLICATE_KILLS`).
+                    events::expect_duplicate_kill(&database, &collection, id);
+                }
+            }
+        });
     }
 
     /// Whether the server cursor may still be open (a cursor busy in a getMore counts as open).
@@ -355,7 +374,19 @@ pub struct NativeCursor {
     /// The deadline of its getMores (`timeoutMS`, `socketTimeoutMS`).
     timeout: CursorTimeout,
     /// Its client: the pool slots each getMore takes one of, the driver that `close()` kills with.
-    client: Arc<ClientState>,
+    client: Arc<dyn CursorOwner>,
+}
+
+/// What a cursor needs of the client that owns it. The client's state implements it
+/// (`client_state.rs`, which sits above this module and opens the cursors): named here, the state
+/// would make the two modules import each other.
+pub trait CursorOwner: Send + Sync {
+    /// The client's open cursors, which its `close()` closes.
+    fn cursors(&self) -> &OpenCursors;
+    /// The pool slots each getMore, and a cursor's killCursors, takes one of.
+    fn pool(&self) -> &PoolGate;
+    /// The driver client, until the client closed.
+    fn driver(&self) -> Result<mongodb::Client>;
 }
 
 impl NativeCursor {
@@ -366,12 +397,12 @@ impl NativeCursor {
         cursor: RawBatchCursor,
         single_batch: bool,
         output: BatchOutput,
-        client: &Arc<ClientState>,
+        client: Arc<dyn CursorOwner>,
         timeout: CursorTimeout,
         limit: Option<u64>,
     ) -> Result<OpenedCursor> {
         let slot = Arc::new(SharedCursor::new(cursor, limit));
-        client.cursors.track(&slot);
+        client.cursors().track(&slot);
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         // The first reply came with the find: reading it takes no connection.
         let first_batch = slot
@@ -386,7 +417,7 @@ impl NativeCursor {
                 single_batch,
                 output,
                 timeout,
-                client: client.clone(),
+                client,
             }),
         })
     }
@@ -402,7 +433,7 @@ impl NativeCursor {
         let (deadline, client) = (self.timeout.next(), self.client.clone());
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         spawn(env, async move {
-            slot.read(ticket, single_batch, output, deadline, &client.pool)
+            slot.read(ticket, single_batch, output, deadline, client.pool())
                 .await
         })
     }
@@ -414,7 +445,7 @@ impl NativeCursor {
     pub fn close<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
         let (slot, client) = (self.slot.clone(), self.client.clone());
         spawn(env, async move {
-            slot.close(&client).await;
+            slot.close(client.as_ref()).await;
             Ok(())
         })
     }

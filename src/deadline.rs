@@ -174,7 +174,7 @@ impl CursorTimeout {
 /// (see `Deadline::run`) before it is dropped anyway: long enough for a connection handshake and a
 /// command the server stops at its `maxTimeMS`, short enough that a hung server cannot hold a
 /// pool slot for good.
-const DETACHED_GRACE: Duration = Duration::from_secs(10);
+pub const DETACHED_GRACE: Duration = Duration::from_secs(10);
 
 /// The client's connection-pool slots, handed out in request order before a step reaches the
 /// crate's pool.

@@ -27,10 +27,6 @@ pub enum Error {
     /// A read of a cursor whose earlier read failed.
     #[error("cursor is exhausted: an earlier read failed")]
     CursorFailed,
-    /// A getMore its cursor's owner no longer waits for: the cursor was closed (its command
-    /// events end with it).
-    #[error("Cursor is exhausted: it was closed during this getMore")]
-    CursorClosed,
     /// BSON that does not parse: from the server, or a corrupted buffer from the JS side.
     #[error("invalid BSON: {0}")]
     Bson(#[from] bson::error::Error),
@@ -71,7 +67,7 @@ impl Error {
             Error::Parse(message) => json!({ "kind": "parse", "message": message }),
             Error::Closed(what) => json!({ "kind": "closed", "message": self.to_string(), "what": what }),
             Error::ClientClosed => json!({ "kind": "clientClosed", "message": self.to_string() }),
-            Error::CursorFailed | Error::CursorClosed => {
+            Error::CursorFailed => {
                 json!({ "kind": "cursorExhausted", "message": self.to_string() })
             }
             Error::Bson(_) | Error::MalformedBson(_) => {

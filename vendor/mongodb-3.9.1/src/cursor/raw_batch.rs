@@ -291,6 +291,12 @@ impl RawBatchCursor {
         self.state.exhausted
     }
 
+    /// Patched in for rumongo (see vendor/README.md): the server cursor was killed by the caller
+    /// (a killCursors sent and answered), so dropping this cursor must not send another.
+    pub fn forget_server_cursor(&mut self) {
+        self.state.exhausted = true;
+    }
+
     pub(crate) fn has_next(&self) -> bool {
         self.state.has_next()
     }
