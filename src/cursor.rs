@@ -21,7 +21,7 @@ use crate::{
     batch::{document_count, encode_batch, encode_reply_in_parts, is_last_reply, PendingBatch},
     deadline::{CursorTimeout, Deadline, PoolGate, DETACHED_GRACE},
     error::{Error, Result},
-    events,
+    events::{self, StepCommands},
     format::{BatchOutput, DocumentBatch},
     task::{received, spawn},
 };
@@ -133,7 +133,8 @@ impl SharedCursor {
     /// batch or an error nobody asked for yet, goes nowhere. Its getMore is not dropped where it
     /// stands (the crate closes the connection of a dropped operation: a new connection for every
     /// early `break`, and on FerretDB the end of every cursor opened on that connection, other
-    /// queries' included): it finishes in the background, at most `DETACHED_GRACE`.
+    /// queries' included): it finishes in the background, at most `DETACHED_GRACE`, after which it
+    /// is dropped and its getMore ends with `commandFailed`.
     async fn read(
         self: &Arc<Self>,
         ticket: u64,
@@ -143,16 +144,21 @@ impl SharedCursor {
         pool: &PoolGate,
     ) -> Result<Option<DocumentBatch>> {
         let (cursor, pool) = (self.clone(), pool.clone());
-        let mut read = Box::pin(async move {
+        let commands = StepCommands::default();
+        let mut read = Box::pin(commands.scope(async move {
             cursor
                 .read_open(ticket, single_batch, output, deadline, &pool)
                 .await
-        });
+        }));
         tokio::select! {
             biased;
             () = self.closing.cancelled() => {
                 tokio::spawn(async move {
-                    let _ = tokio::time::timeout(DETACHED_GRACE, read).await;
+                    if tokio::time::timeout(DETACHED_GRACE, read).await.is_err() {
+                        // Dropped unanswered: its getMore still gets its `commandFailed` (and its
+                        // span ends).
+                        commands.abandon(Error::CursorClosed);
+                    }
                 });
                 Ok(None)
             }

@@ -27,6 +27,10 @@ pub enum Error {
     /// A read of a cursor whose earlier read failed.
     #[error("cursor is exhausted: an earlier read failed")]
     CursorFailed,
+    /// A getMore left running by its cursor's `close()` that the server did not answer in time
+    /// (see `SharedCursor::read`): dropped, its command events end with this.
+    #[error("Cursor is exhausted: it was closed during this getMore, which the server did not answer")]
+    CursorClosed,
     /// BSON that does not parse: from the server, or a corrupted buffer from the JS side.
     #[error("invalid BSON: {0}")]
     Bson(#[from] bson::error::Error),
@@ -67,7 +71,7 @@ impl Error {
             Error::Parse(message) => json!({ "kind": "parse", "message": message }),
             Error::Closed(what) => json!({ "kind": "closed", "message": self.to_string(), "what": what }),
             Error::ClientClosed => json!({ "kind": "clientClosed", "message": self.to_string() }),
-            Error::CursorFailed => {
+            Error::CursorFailed | Error::CursorClosed => {
                 json!({ "kind": "cursorExhausted", "message": self.to_string() })
             }
             Error::Bson(_) | Error::MalformedBson(_) => {
