@@ -28,25 +28,30 @@ async function holdingServer() {
   return { server, release }
 }
 
-/** Starts `IN_FLIGHT` finds and waits (up to 20 s) until the server holds them all. */
-async function finds(
+/**
+ * Starts `reads` finds on a client of `connect` and returns how many the server held at once:
+ * waits (up to 20 s) until it holds `expected`, then `settleMS` more for any beyond it to arrive.
+ */
+async function heldAtOnce(
   connect: (uri: string) => Promise<{ db(name: string): any; close(): Promise<void> }>,
   uri: string,
+  { reads, expected, settleMS = 0 }: { reads: number; expected: number; settleMS?: number },
 ) {
   const { server, release } = await holdingServer()
   const client = await connect(uri.replace(/^mongodb:\/\/[^/]+/, `mongodb://${server.address}`))
   try {
-    const reads = Array.from({ length: IN_FLIGHT }, (_, n) =>
+    const finds = Array.from({ length: reads }, (_, n) =>
       client.db('test').collection('items').find({ n }).toArray(),
     )
     const deadline = Date.now() + 20_000
-    while (server.received('find').length < IN_FLIGHT && Date.now() < deadline) {
+    while (server.received('find').length < expected && Date.now() < deadline) {
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
-    const heldAtOnce = server.received('find').length
+    await new Promise((resolve) => setTimeout(resolve, settleMS))
+    const held = server.received('find').length
     release()
-    await Promise.all(reads)
-    return heldAtOnce
+    await Promise.all(finds)
+    return held
   } finally {
     await client.close()
   }
@@ -55,37 +60,18 @@ async function finds(
 const URI = 'mongodb://placeholder/?directConnection=true&serverSelectionTimeoutMS=2000'
 
 it(`without maxPoolSize, ${IN_FLIGHT} finds run at once, as with the official driver (default 100)`, async () => {
-  expect(await finds((uri) => OfficialClient.connect(uri), URI)).toBe(IN_FLIGHT)
+  const all = { reads: IN_FLIGHT, expected: IN_FLIGHT }
+  expect(await heldAtOnce((uri) => OfficialClient.connect(uri), URI, all)).toBe(IN_FLIGHT)
   // The crate's own default (10) capped rumongo at 10 reads in flight.
-  expect(await finds((uri) => MongoClient.connect(uri), URI)).toBe(IN_FLIGHT)
+  expect(await heldAtOnce((uri) => MongoClient.connect(uri), URI, all)).toBe(IN_FLIGHT)
   const client = new MongoClient(URI)
   expect(client.options.maxPoolSize).toBe(100)
 }, 60_000)
 
 it('maxPoolSize=5 lets 5 finds run at once, as with the official driver', async () => {
+  // 500 ms after the fifth arrived, for a sixth to arrive if the client let one through.
+  const five = { reads: 8, expected: 5, settleMS: 500 }
   const uri = `${URI}&maxPoolSize=5`
-  // The count once all the others wait: checked after the 20 s wait runs out, so keep it short.
-  const held = async (connect: (uri: string) => Promise<any>) => {
-    const { server, release } = await holdingServer()
-    const client = await connect(uri.replace(/^mongodb:\/\/[^/]+/, `mongodb://${server.address}`))
-    try {
-      const reads = Array.from({ length: 8 }, (_, n) =>
-        client.db('test').collection('items').find({ n }).toArray(),
-      )
-      const deadline = Date.now() + 10_000
-      while (server.received('find').length < 5 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
-      // Time for a sixth find to arrive, if the client let one through.
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      const count = server.received('find').length
-      release()
-      await Promise.all(reads)
-      return count
-    } finally {
-      await client.close()
-    }
-  }
-  expect(await held((u) => OfficialClient.connect(u))).toBe(5)
-  expect(await held((u) => MongoClient.connect(u))).toBe(5)
+  expect(await heldAtOnce((u) => OfficialClient.connect(u), uri, five)).toBe(5)
+  expect(await heldAtOnce((u) => MongoClient.connect(u), uri, five)).toBe(5)
 }, 60_000)

@@ -275,9 +275,15 @@ impl SharedCursor {
     /// exits right after leaves no cursor open on the server. It never waits for a getMore in
     /// flight: the driver cursor is dropped once that getMore is done with it, in the background.
     async fn close(self: &Arc<Self>, client: &dyn CursorOwner) {
-        let open = self.open.swap(false, Ordering::AcqRel);
+        if !self.open.swap(false, Ordering::AcqRel) {
+            // Drained, failed or closed already: nothing to kill, and a failed cursor keeps failing
+            // (its reads are not ended as closed ones). The parts of a last reply not read yet go.
+            let cursor = self.clone();
+            tokio::spawn(async move { cursor.reads.lock().await.pending.clear() });
+            return;
+        }
         self.closing.cancel();
-        let target = self.kill_target.get().filter(|_| open);
+        let target = self.kill_target.get();
         let mut killed = false;
         if let (Some(target), Ok(driver)) = (target, client.driver()) {
             let kill = doc! { "killCursors": target.collection.as_str(), "cursors": [target.id] };
