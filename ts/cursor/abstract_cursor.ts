@@ -25,6 +25,7 @@ import {
   type NativeDatabase,
 } from '../native.cjs'
 import { MongoDBNamespace } from '../namespace.js'
+import { InTurn } from './in_turn.js'
 import type { ReadConcernLike } from '../options.js'
 import { ReadConcern, ReadPreference, type ReadPreferenceMode } from '../read_preference.js'
 import { learnDocumentSize } from './batch_size.js'
@@ -706,8 +707,8 @@ export class CursorIterator<T> implements AsyncGenerator<T, void, void> {
   readonly #cursor: IteratedCursor<T>
   readonly #takeBuffered: () => T | typeof NO_DOCUMENT
   #done = false
-  /** The last call that is still waiting (for a batch, or for the cursor to close). */
-  #waiting: Promise<unknown> | null = null
+  /** Calls run one after another, as a generator's (a call may wait for a batch, or a close). */
+  readonly #calls = new InTurn()
 
   constructor(cursor: IteratedCursor<T>, takeBuffered: () => T | typeof NO_DOCUMENT = () => NO_DOCUMENT) {
     this.#cursor = cursor
@@ -715,7 +716,7 @@ export class CursorIterator<T> implements AsyncGenerator<T, void, void> {
   }
 
   next(): Promise<IteratorResult<T, void>> {
-    if (this.#waiting === null) {
+    if (this.#calls.idle) {
       if (this.#done) return Promise.resolve({ value: undefined, done: true })
       try {
         const document = this.#takeBuffered()
@@ -725,18 +726,18 @@ export class CursorIterator<T> implements AsyncGenerator<T, void, void> {
         return this.throw(error)
       }
     }
-    return this.#inTurn(() => this.#read())
+    return this.#calls.run(() => this.#read())
   }
 
   return(value?: void | PromiseLike<void>): Promise<IteratorResult<T, void>> {
-    return this.#inTurn(async () => {
+    return this.#calls.run(async () => {
       await this.#finish()
       return { value: await value, done: true }
     })
   }
 
   throw(error: unknown): Promise<IteratorResult<T, void>> {
-    return this.#inTurn(async () => {
+    return this.#calls.run(async () => {
       await this.#finish()
       throw error
     })
@@ -769,16 +770,5 @@ export class CursorIterator<T> implements AsyncGenerator<T, void, void> {
     if (this.#done) return
     this.#done = true
     await this.#cursor.close()
-  }
-
-  /** Runs `step` once the calls before it are done. */
-  #inTurn<R>(step: () => Promise<R>): Promise<R> {
-    const result = this.#waiting === null ? step() : this.#waiting.then(step, step)
-    this.#waiting = result
-    const settled = () => {
-      if (this.#waiting === result) this.#waiting = null
-    }
-    result.then(settled, settled)
-    return result
   }
 }

@@ -33,6 +33,7 @@ import type { AggregateOptions, FindOptions } from '../options.js'
 import { AbstractCursor, CursorIterator, type CursorSource } from './abstract_cursor.js'
 import { AggregationCursor } from './aggregation_cursor.js'
 import { FindCursor } from './find_cursor.js'
+import { InTurn } from './in_turn.js'
 
 /** Options of `findArrow` and `findArrowCursor`: those of `find`, plus the Arrow ones. */
 export interface FindArrowOptions extends FindOptions, ArrowOptions, ArrowCursorOptions {
@@ -194,8 +195,8 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   #state: ArrowCursorState = 'open'
   /** The error that failed the cursor (state `failed`). */
   #failure: unknown = undefined
-  /** The last read still waiting: the next one starts once it settles. */
-  #waiting: Promise<unknown> | null = null
+  /** Reads run one after another: two at once would both take the batch built ahead. */
+  readonly #reads = new InTurn()
   /** Record batches go to the encoder's stream (`finishStream`), not to `nextIpcBatch`'s `ipc`. */
   #append = false
 
@@ -248,7 +249,7 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
    * @throws MongoCursorExhaustedError after a read failed.
    */
   next(): Promise<ApacheArrow.RecordBatch | null> {
-    return this.#inTurn(async () => {
+    return this.#reads.run(async () => {
       // Before the read: a missing apache-arrow fails without taking a batch.
       const arrow = await loadApacheArrow('ArrowCursor.next')
       const batch = await this.#read()
@@ -258,21 +259,7 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
 
   /** @internal The next record batch as Rust built it. */
   nextIpcBatch(): Promise<IpcBatch | null> {
-    return this.#inTurn(() => this.#read())
-  }
-
-  /**
-   * Runs `read` once the reads called before it settled: two reads at once would both take the
-   * batch built ahead, or each start a build over the same server batches.
-   */
-  #inTurn<R>(read: () => Promise<R>): Promise<R> {
-    const result = this.#waiting === null ? read() : this.#waiting.then(read, read)
-    this.#waiting = result
-    const settled = () => {
-      if (this.#waiting === result) this.#waiting = null
-    }
-    result.then(settled, settled)
-    return result
+    return this.#reads.run(() => this.#read())
   }
 
   async #read(): Promise<IpcBatch | null> {
