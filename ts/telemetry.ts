@@ -60,8 +60,24 @@ export function tracerProviderRegistered(): boolean {
   return delegate.constructor.name !== 'NoopTracerProvider'
 }
 
+/** Connected clients counted while they hold a claim: `start()` takes one, `release()` ends it. */
+function clientCount() {
+  const counted = { clients: 0, start }
+  function start(): { release(): void } {
+    counted.clients++
+    let released = false
+    return {
+      release() {
+        if (!released) counted.clients--
+        released = true
+      },
+    }
+  }
+  return counted
+}
+
 /** How many connected clients make spans: 0 keeps every native call free of any tracing work. */
-let tracingClients = 0
+const tracing = clientCount()
 
 /** The caller's context of each tagged native call, until its commands' events have come back. */
 const contexts = new Map<number, unknown>()
@@ -75,35 +91,17 @@ const SPAN_TAG = 0x80000000
 const TAG_GRACE_MS = 10_000
 
 /** Counts a client that makes spans (until `release` is called). */
-export function startTracing(): { release(): void } {
-  tracingClients++
-  let released = false
-  return {
-    release() {
-      if (!released) tracingClients--
-      released = true
-    },
-  }
-}
+export const startTracing = tracing.start
 
 /**
  * How many connected clients emit command events to listeners: while one does, every native call
  * is tagged, so that a listener that throws on a command's event fails the call that ran the
  * command, as in the official driver (see `listenerFailure`).
  */
-let listeningClients = 0
+const listening = clientCount()
 
 /** Counts a client whose command events have listeners (until `release` is called). */
-export function startListening(): { release(): void } {
-  listeningClients++
-  let released = false
-  return {
-    release() {
-      if (!released) listeningClients--
-      released = true
-    },
-  }
-}
+export const startListening = listening.start
 
 /** What a command listener threw (anything: `undefined` too). */
 export interface ListenerFailure {
@@ -150,8 +148,8 @@ export interface TaggedCall<T> {
  * tagged for its listeners' failures while some client has command listeners; untagged otherwise.
  */
 export function withCallTag<T>(call: () => T, options = { listened: true }): TaggedCall<T> {
-  const context = tracingClients === 0 ? undefined : activeSpanContext()
-  const listened = options.listened && listeningClients > 0
+  const context = tracing.clients === 0 ? undefined : activeSpanContext()
+  const listened = options.listened && listening.clients > 0
   if (context === undefined && !listened) return { result: call(), listenedTag: 0 }
   const number = nextTag === SPAN_TAG - 1 ? (nextTag = 1) : nextTag++
   const tag = context === undefined ? number : number + SPAN_TAG
