@@ -5,6 +5,7 @@
 import { BSON, Long, ObjectId, type Document } from 'bson'
 import { MongoInvalidArgumentError } from './errors.js'
 import { describe, MAX_BSON_DEPTH, tooDeepError } from './validate.js'
+import { int32At, skipCString, skipValue } from './format/bson_values.js'
 
 /** How documents are turned into BSON for the server (filters, pipelines, options). */
 export interface BSONSerializeOptions {
@@ -116,57 +117,31 @@ export function toBSON(document: Document, options: BSONSerializeOptions): Buffe
 /** The fewest bytes a level of nesting takes (type, empty key, length, terminator). */
 const MIN_BYTES_PER_LEVEL = 7
 
-/** Fixed value sizes by BSON type (those with a length prefix or C strings are read). */
-const FIXED_SIZES: Record<number, number> = {
-  0x01: 8, // double
-  0x06: 0, // undefined
-  0x07: 12, // ObjectId
-  0x08: 1, // boolean
-  0x09: 8, // date
-  0x0a: 0, // null
-  0x10: 4, // int32
-  0x11: 8, // timestamp
-  0x12: 8, // int64
-  0x13: 16, // decimal128
-  0x7f: 0, // max key
-  0xff: 0, // min key
-}
-
 /**
  * Refuses BSON nested deeper than {@link MAX_BSON_DEPTH}, reading it from a list of the open
  * documents' ends (never by recursion). A document too small to hold that many levels is not read.
  */
 function checkDepth(bytes: Uint8Array): void {
   if (bytes.length < MAX_BSON_DEPTH * MIN_BYTES_PER_LEVEL) return
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
-  const length = (at: number) => view.getInt32(at, true)
   const ends = [bytes.length]
   let at = 4
   while (ends.length > 0) {
-    if (at >= ends[ends.length - 1] - 1) {
+    const end = ends[ends.length - 1]!
+    if (at >= end - 1) {
       at = ends.pop()!
       continue
     }
-    const type = bytes[at++]
-    while (bytes[at] !== 0) at++
-    at++
-    const fixed = FIXED_SIZES[type]
-    if (fixed !== undefined) at += fixed
-    else if (type === 0x03 || type === 0x04) {
+    const type = bytes[at]!
+    const keyAt = at + 1
+    at = skipCString(bytes, keyAt, end)
+    if (type === 0x03 || type === 0x04) {
       if (ends.length === MAX_BSON_DEPTH) throw tooDeepError()
-      ends.push(at + length(at))
+      ends.push(at + int32At(bytes, at))
       at += 4
-    } else if (type === 0x02 || type === 0x0d || type === 0x0e) at += 4 + length(at)
-    else if (type === 0x05) at += 5 + length(at)
-    else if (type === 0x0c) at += 4 + length(at) + 12
-    // Code with scope: its length covers it whole; its scope is not walked.
-    else if (type === 0x0f) at += length(at)
-    else if (type === 0x0b) {
-      for (let cstrings = 0; cstrings < 2; cstrings++) {
-        while (bytes[at] !== 0) at++
-        at++
-      }
-    } else return // not js-bson's output: the native side reports it
+    } else {
+      // Code with scope's length covers it whole: its scope is not walked.
+      at = skipValue(bytes, type, at, end, keyAt)
+    }
   }
 }
 
