@@ -32,6 +32,13 @@ export interface WireServerOptions {
   answer?: (command: Document) => WireReply | Promise<WireReply>
   /** Answer hello as a mongos (`msg: 'isdbgrid'`): drivers then send `$readPreference`. */
   mongos?: boolean
+  /**
+   * Answers the handshake (`hello`, `ismaster`) in place of the standalone or mongos reply: a
+   * replica-set member or a load balancer (start from `helloReply(false)` and add `setName`,
+   * `hosts`, `serviceId`...). Called for every handshake and monitoring check, so a test can change
+   * what it returns (an election, a member going away).
+   */
+  hello?: (command: Document) => Document
   /** Documents every find / aggregate returns (when there is no `answer`). */
   documents?: Document[]
   /** Milliseconds to wait before answering a find or aggregate. */
@@ -96,7 +103,7 @@ function readCommand(message: Buffer): Document | undefined {
 }
 
 /** The reply of a standalone server (or a mongos) to `hello` (no topologyVersion: drivers poll). */
-function helloReply(mongos: boolean): Document {
+export function helloReply(mongos: boolean): Document {
   return {
     helloOk: true,
     ismaster: true,
@@ -157,7 +164,7 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
 
   const answer = (command: Document): WireReply | Promise<WireReply> => {
     const name = Object.keys(command)[0]!
-    if (HANDSHAKE.has(name)) return helloReply(options.mongos ?? false)
+    if (HANDSHAKE.has(name)) return options.hello?.(command) ?? helloReply(options.mongos ?? false)
     if (name === 'ping' || name === 'endSessions') return { ok: 1 }
     if (name === 'killCursors') {
       for (const id of command.cursors as (Long | number)[]) killed.push(BigInt(id.toString()))
