@@ -5,7 +5,7 @@
 // `for await` until the last event, reading one field of each; reported: events per second and
 // main-thread busy time (event-loop utilization), official `watch()` vs rumongo's.
 //
-//   node bench/change_stream.mjs [--quick]
+//   node bench/change_stream.mjs [--quick] [--events <count>]
 //
 // Part of `npm run bench` (run.mjs forks it and gets the report over IPC); runnable alone.
 import { fork } from 'node:child_process'
@@ -66,19 +66,34 @@ function runCell(args) {
 }
 
 async function main() {
-  const { events, runs } = SIZES[values.quick ? 'quick' : 'full']
+  const size = SIZES[values.quick ? 'quick' : 'full']
+  const { runs } = size
+  const events = values.events ? Number(values.events) : size.events
   const rows = []
   for (const dataset of DATASETS) {
-    const server = fork(serverScript, ['--dataset', dataset, '--events', String(events), '--batch', String(BATCH)], {
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    })
+    const server = fork(
+      serverScript,
+      ['--dataset', dataset, '--events', String(events), '--batch', String(BATCH)],
+      {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      },
+    )
     const [{ port }] = await once(server, 'message')
     try {
       const measured = {}
       for (const driver of DRIVERS) {
         const results = []
         for (let run = 0; run < runs + 1; run++) {
-          const report = await runCell(['--driver', driver, '--dataset', dataset, '--port', String(port), '--events', String(events)])
+          const report = await runCell([
+            '--driver',
+            driver,
+            '--dataset',
+            dataset,
+            '--port',
+            String(port),
+            '--events',
+            String(events),
+          ])
           if (!report.ok) throw new Error(`${driver} ${dataset}: ${report.error}`)
           if (report.count !== events) throw new Error(`${driver} ${dataset}: ${report.count} events`)
           if (run > 0) results.push(report) // the first run warms the server's page cache and JIT
@@ -91,7 +106,8 @@ async function main() {
         }
       }
       const [official, rumongo] = [measured.official, measured.rumongo]
-      if ([...official.sums].join() !== [...rumongo.sums].join()) throw new Error(`${dataset}: the drivers read different events`)
+      if ([...official.sums].join() !== [...rumongo.sums].join())
+        throw new Error(`${dataset}: the drivers read different events`)
       rows.push({ dataset, official, rumongo })
     } finally {
       server.kill()

@@ -162,7 +162,11 @@ async function measureChangeStreams({ quick }, progress) {
   const report = await runChild('change_stream.mjs', quick ? ['--quick'] : [])
   if (report.ok) return report
   progress(`change-stream bench FAILED\n${report.error}`)
-  return { ok: false, markdown: `## Change streams\n\nFAILED: ${report.error.split('\n')[0]}`, error: report.error }
+  return {
+    ok: false,
+    markdown: `## Change streams\n\nFAILED: ${report.error.split('\n')[0]}`,
+    error: report.error,
+  }
 }
 
 /** A target's markdown section. */

@@ -220,7 +220,12 @@ class ChangeStreamCursor {
   /** The fetch in progress, which concurrent reads share. */
   #fetching: Promise<void> | null = null
 
-  constructor(source: CursorSource, scope: ChangeStreamScope, pipeline: Document[], options: ChangeStreamOptions) {
+  constructor(
+    source: CursorSource,
+    scope: ChangeStreamScope,
+    pipeline: Document[],
+    options: ChangeStreamOptions,
+  ) {
     this.#source = source
     this.#scope = scope
     this.#pipeline = pipeline
@@ -495,7 +500,12 @@ export class ChangeStream<
   #pumping = false
 
   /** @internal Created by `watch()` on a collection, a database or a client. */
-  constructor(source: CursorSource, scope: ChangeStreamScope, pipeline: Document[], options: ChangeStreamOptions) {
+  constructor(
+    source: CursorSource,
+    scope: ChangeStreamScope,
+    pipeline: Document[],
+    options: ChangeStreamOptions,
+  ) {
     super()
     if (!Array.isArray(pipeline)) {
       throw new MongoInvalidArgumentError(`watch pipeline must be an array, got ${describe(pipeline)}`)
@@ -700,14 +710,18 @@ export class ChangeStream<
 
   #setIsEmitter(): void {
     if (this.#mode === 'iterator') {
-      throw new MongoAPIError('ChangeStream cannot be used as an EventEmitter after being used as an iterator')
+      throw new MongoAPIError(
+        'ChangeStream cannot be used as an EventEmitter after being used as an iterator',
+      )
     }
     this.#mode = 'emitter'
   }
 
   #setIsIterator(): void {
     if (this.#mode === 'emitter') {
-      throw new MongoAPIError('ChangeStream cannot be used as an iterator after being used as an EventEmitter')
+      throw new MongoAPIError(
+        'ChangeStream cannot be used as an iterator after being used as an EventEmitter',
+      )
     }
     this.#mode = 'iterator'
   }

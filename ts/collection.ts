@@ -312,7 +312,12 @@ export class Collection<TSchema extends Document = Document> {
     pipeline: Document[] = [],
     options: ChangeStreamOptions = {},
   ): ChangeStream<TLocal, TChange> {
-    return new ChangeStream<TLocal, TChange>(this.#cursorSource(), 'collection', pipeline, this.#inherit(options ?? {}))
+    return new ChangeStream<TLocal, TChange>(
+      this.#cursorSource(),
+      'collection',
+      pipeline,
+      this.#inherit(options ?? {}),
+    )
   }
 
   /**

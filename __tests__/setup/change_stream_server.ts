@@ -72,7 +72,9 @@ export async function startChangeStreamServer(script: ChangeStreamScript): Promi
   }
   /** The token after a batch: `pb<position>`, plus a count that moves on for each empty batch. */
   const pbrt = (cursor: { position: number }, empty: boolean) =>
-    withPbrt ? { postBatchResumeToken: { _data: `pb${cursor.position}${empty ? `.${++emptyBatches}` : ''}` } } : {}
+    withPbrt
+      ? { postBatchResumeToken: { _data: `pb${cursor.position}${empty ? `.${++emptyBatches}` : ''}` } }
+      : {}
 
   const answer = async (command: Document): Promise<WireReply> => {
     const name = Object.keys(command)[0]!
@@ -102,7 +104,13 @@ export async function startChangeStreamServer(script: ChangeStreamScript): Promi
       const id = BigInt(String(command.getMore))
       const cursor = cursors.get(id)
       if (!cursor) {
-        return { ok: 0, errmsg: `cursor id ${id} not found`, code: 43, codeName: 'CursorNotFound', operationTime }
+        return {
+          ok: 0,
+          errmsg: `cursor id ${id} not found`,
+          code: 43,
+          codeName: 'CursorNotFound',
+          operationTime,
+        }
       }
       const nextBatch = batchOf(cursor, command.batchSize ?? script.batchSize)
       if (nextBatch.length === 0) {
@@ -110,7 +118,12 @@ export async function startChangeStreamServer(script: ChangeStreamScript): Promi
         await new Promise((resolve) => setTimeout(resolve, wait))
       }
       return {
-        cursor: { nextBatch, ...pbrt(cursor, nextBatch.length === 0), id: Long.fromBigInt(id), ns: cursor.ns },
+        cursor: {
+          nextBatch,
+          ...pbrt(cursor, nextBatch.length === 0),
+          id: Long.fromBigInt(id),
+          ns: cursor.ns,
+        },
         operationTime,
         ok: 1,
       }
@@ -121,7 +134,13 @@ export async function startChangeStreamServer(script: ChangeStreamScript): Promi
   let address = ''
   const server = await startWireServer({
     answer,
-    hello: () => ({ ...helloReply(false), setName: SET_NAME, hosts: [address], me: address, secondary: false }),
+    hello: () => ({
+      ...helloReply(false),
+      setName: SET_NAME,
+      hosts: [address],
+      me: address,
+      secondary: false,
+    }),
   })
   address = server.address
   return {
