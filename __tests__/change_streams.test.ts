@@ -412,6 +412,46 @@ describe('watch() against the official driver on a fake replica-set primary', ()
     )
   })
 
+  it('reads a first reply prepared in parts, resuming from its postBatchResumeToken', async () => {
+    // Over 128 KiB: rumongo hands the first reply over in parts; the token is the reply's.
+    const events = Array.from({ length: 700 }, (_, n) => insertEvent(n))
+    const seen = await both(
+      {
+        events,
+        batchSize: 100,
+        firstBatchSize: 600,
+        fault: (name, count) => (name === 'getMore' && count === 1 ? CLOSE_CONNECTION : undefined),
+      },
+      watchItems(),
+      async (stream) => (await nextN(stream, 700)).map((event) => event._id),
+    )
+    expectSame(seen)
+    const stages = seen.rumongo.wire
+      .filter((command) => 'aggregate' in command)
+      .map((command) => command.pipeline[0].$changeStream)
+    expect(stages).toEqual([{}, { resumeAfter: { _data: 'pb600' } }])
+  })
+
+  it('ends after an invalidate event as the official driver (the server closed the cursor)', async () => {
+    const script = {
+      events: [
+        ...EVENTS.slice(0, 3),
+        { operationType: 'invalidate', clusterTime: new Timestamp({ t: 1, i: 9 }) },
+      ],
+      batchSize: 2,
+    }
+    const seen = await both(script, watchItems(), async (stream) => {
+      const events = await nextN(stream, 4)
+      // A MongoRuntimeError: rumongo's carry a code of their own (ErrorCode.Runtime), the official's none.
+      const ended = (error: unknown) => ({ ...failure(error), code: undefined })
+      const after = [await stream.next().then(() => 'no error', ended), stream.closed]
+      const again = await stream.next().then(() => 'no error', failure)
+      return [events, after, again, stream.resumeToken]
+    })
+    expectSame(seen)
+    expect(seen.rumongo.result[0]![3].operationType).toBe('invalidate')
+  })
+
   it('close() kills the server cursor, and a process with an open stream exits', async () => {
     const seen = await both({ events: EVENTS, batchSize: 2 }, watchItems(), async (stream) => {
       const events = await nextN(stream, 3)

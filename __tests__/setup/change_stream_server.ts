@@ -13,7 +13,10 @@ export const SET_NAME = 'rs0'
 const CLOCK_SECONDS = 1_700_000_000
 
 export interface ChangeStreamScript {
-  /** The change events, in order, without `_id` (the server gives event `n` the token `ev<n+1>`). */
+  /**
+   * The change events, in order, without `_id` (the server gives event `n` the token `ev<n+1>`);
+   * an `invalidate` event is the last of its batch and the cursor closes with it (id 0).
+   */
   events: Document[]
   /** Events in a getMore's batch (a driver's `batchSize`, when it sends one, wins). */
   batchSize: number
@@ -56,17 +59,20 @@ function positionOf(stage: Document, start: number): number {
 
 /** Starts the fake primary; the URI connects directly to it. */
 export async function startChangeStreamServer(script: ChangeStreamScript): Promise<ChangeStreamServer> {
-  const cursors = new Map<bigint, { position: number; ns: string }>()
+  const cursors = new Map<bigint, { position: number; ns: string; invalidated?: boolean }>()
   const counts = new Map<string, number>()
   let nextId = 7000n
   let emptyBatches = 0
   const withPbrt = script.postBatchResumeToken ?? true
 
-  const batchOf = (cursor: { position: number }, size: number) => {
+  /** The next events of a cursor; an `invalidate` event ends the batch and closes the cursor. */
+  const batchOf = (cursor: { position: number; invalidated?: boolean }, size: number) => {
     const events: Document[] = []
-    while (events.length < size && cursor.position < script.events.length) {
-      events.push({ _id: eventToken(cursor.position), ...script.events[cursor.position] })
+    while (events.length < size && cursor.position < script.events.length && !cursor.invalidated) {
+      const event = script.events[cursor.position]!
+      events.push({ _id: eventToken(cursor.position), ...event })
       cursor.position += 1
+      cursor.invalidated = event.operationType === 'invalidate'
     }
     return events
   }
@@ -88,14 +94,22 @@ export async function startChangeStreamServer(script: ChangeStreamScript): Promi
       if (!stage) return { ok: 0, errmsg: 'not a change stream', code: 2, codeName: 'BadValue' }
       const target = command.aggregate === 1 ? '$cmd.aggregate' : String(command.aggregate)
       const ns = `${command.$db}.${target}`
-      const cursor = { position: positionOf(stage, script.start ?? 0), ns }
+      const cursor: { position: number; ns: string; invalidated?: boolean } = {
+        position: positionOf(stage, script.start ?? 0),
+        ns,
+      }
       const opened = new Timestamp({ t: CLOCK_SECONDS, i: cursor.position })
       const size = command.cursor?.batchSize ?? script.firstBatchSize ?? 0
       const firstBatch = batchOf(cursor, size)
       const id = (nextId += 1n)
       cursors.set(id, cursor)
       return {
-        cursor: { firstBatch, ...pbrt(cursor, firstBatch.length === 0), id: Long.fromBigInt(id), ns },
+        cursor: {
+          firstBatch,
+          ...pbrt(cursor, firstBatch.length === 0),
+          id: Long.fromBigInt(cursor.invalidated ? 0n : id),
+          ns,
+        },
         operationTime: opened,
         ok: 1,
       }
@@ -117,11 +131,12 @@ export async function startChangeStreamServer(script: ChangeStreamScript): Promi
         const wait = Math.min(Number(command.maxTimeMS ?? 1000), script.emptyWaitMS ?? 20)
         await new Promise((resolve) => setTimeout(resolve, wait))
       }
+      if (cursor.invalidated) cursors.delete(id)
       return {
         cursor: {
           nextBatch,
           ...pbrt(cursor, nextBatch.length === 0),
-          id: Long.fromBigInt(id),
+          id: Long.fromBigInt(cursor.invalidated ? 0n : id),
           ns: cursor.ns,
         },
         operationTime,
