@@ -6,6 +6,7 @@
 // postBatchResumeToken, operation time), and no hang at exit.
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { Decimal128, Long, ObjectId, Timestamp, type Document } from 'bson'
@@ -450,6 +451,68 @@ describe('watch() against the official driver on a fake replica-set primary', ()
     })
     expectSame(seen)
     expect(seen.rumongo.result[0]![3].operationType).toBe('invalidate')
+  })
+
+  it("client.close() ends a stream as the official driver's: a getMore in flight fails with MongoClientClosedError", async () => {
+    const outcome = (promise: Promise<unknown>) =>
+      promise.then(
+        (value) => ['resolved', value],
+        (error: unknown) => ['rejected', failure(error)],
+      )
+    const logs: Record<string, unknown[]> = {}
+    for (const driver of ['official', 'rumongo'] as const) {
+      for (const mode of ['iterator', 'emitter'] as const) {
+        // A getMore without events waits 5 s: the client closes while one is in flight.
+        const server = await startChangeStreamServer({
+          events: EVENTS.slice(0, 1),
+          batchSize: 1,
+          emptyWaitMS: 5_000,
+        })
+        const client = driver === 'official' ? new OfficialClient(server.uri) : new MongoClient(server.uri)
+        try {
+          const stream = watchItems([], { maxAwaitTimeMS: 5_000 })(client)
+          const log: unknown[] = []
+          for (const event of ['close', 'end', 'error'])
+            stream.on(event, (error) => log.push([event, error?.name]))
+          if (mode === 'iterator') {
+            log.push((await stream.next()).operationType)
+            const pending = outcome(stream.next())
+            await sleep(200)
+            await client.close()
+            log.push(
+              await pending,
+              stream.closed,
+              await outcome(stream.next()),
+              await outcome(stream.hasNext()),
+            )
+          } else {
+            await new Promise<void>((resolve) =>
+              stream.on('change', (change: Document) => {
+                log.push(change.operationType)
+                resolve()
+              }),
+            )
+            await sleep(200)
+            await client.close()
+            // Long enough for an error event to come.
+            await sleep(300)
+            log.push(stream.closed)
+          }
+          logs[`${driver} ${mode}`] = log
+        } finally {
+          await client.close()
+          await server.stop()
+        }
+      }
+    }
+    expectIdentical(logs['rumongo iterator'], logs['official iterator'])
+    expectIdentical(logs['rumongo emitter'], logs['official emitter'])
+    expect(logs['rumongo emitter']).toEqual([
+      'insert',
+      ['close', undefined],
+      ['error', 'MongoClientClosedError'],
+      true,
+    ])
   })
 
   it('close() kills the server cursor, and a process with an open stream exits', async () => {
