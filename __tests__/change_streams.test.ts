@@ -265,13 +265,12 @@ describe('watch() against the official driver on a fake replica-set primary', ()
     ])
   })
 
-  it("resumes from the last event's _id without postBatchResumeToken, and from the operation time before any event", async () => {
+  it("resumes from startAtOperationTime before any event, then from the last event's _id (no postBatchResumeToken)", async () => {
     const seen = await both(
       {
         events: EVENTS,
         batchSize: 4,
         postBatchResumeToken: false,
-        start: 2,
         fault: (name, count) =>
           name === 'getMore' && (count === 1 || count === 3)
             ? {
@@ -283,7 +282,7 @@ describe('watch() against the official driver on a fake replica-set primary', ()
               }
             : undefined,
       },
-      watchItems(),
+      watchItems([], { startAtOperationTime: new Timestamp({ t: 1_700_000_000, i: 2 }) }),
       async (stream) => {
         const first = await stream.next()
         const second = await stream.next()
@@ -294,8 +293,11 @@ describe('watch() against the official driver on a fake replica-set primary', ()
     const stages = seen.rumongo.wire
       .filter((command) => 'aggregate' in command)
       .map((command) => command.pipeline[0].$changeStream)
-    expect(stages[1]).toEqual({ startAtOperationTime: 'Timestamp(1700000000,2)' })
-    expect(stages[2]).toEqual({ resumeAfter: eventToken(5) })
+    expect(stages).toEqual([
+      { startAtOperationTime: 'Timestamp(1700000000,2)' },
+      { startAtOperationTime: 'Timestamp(1700000000,2)' },
+      { resumeAfter: eventToken(5) },
+    ])
   })
 
   it('resumes with startAfter until an event came, then with resumeAfter', async () => {

@@ -158,24 +158,22 @@ fn encode_reply(
     Ok(encoded)
 }
 
-/// The fields of a reply a change stream resumes from (`DocumentBatch::resume_fields`), as a BSON
-/// document built here, or `None` when the reply has neither (a find's getMore).
+/// The fields of a change stream's reply it resumes from (`DocumentBatch::resume_fields`), as a
+/// BSON document built here: its `postBatchResumeToken` and `operationTime`. `None` for a reply
+/// without the token, which every change stream reply has (servers from 4.0.7): a find's or an
+/// aggregate's batches on a replica set, which carry an `operationTime`, get no Buffer to create.
 fn resume_fields(batch: &RawBatch) -> Option<Vec<u8>> {
     let reply = batch.as_raw_document();
     let token = reply
         .get_document("cursor")
-        .ok()
-        .and_then(|cursor| cursor.get_document("postBatchResumeToken").ok());
+        .ok()?
+        .get_document("postBatchResumeToken")
+        .ok()?;
     let operation_time = reply.get_timestamp("operationTime").ok();
-    if token.is_none() && operation_time.is_none() {
-        return None;
-    }
     let mut fields = vec![0; 4];
-    if let Some(token) = token {
-        fields.push(0x03);
-        fields.extend_from_slice(b"postBatchResumeToken\0");
-        fields.extend_from_slice(token.as_bytes());
-    }
+    fields.push(0x03);
+    fields.extend_from_slice(b"postBatchResumeToken\0");
+    fields.extend_from_slice(token.as_bytes());
     if let Some(time) = operation_time {
         fields.push(0x11);
         fields.extend_from_slice(b"operationTime\0");

@@ -79,8 +79,9 @@ pub struct DocumentBatch {
     /// The server cursor's id as of this batch (0 once exhausted); absent for test batches.
     pub cursor_id: Option<BigInt>,
     /// What a change stream resumes from, as a BSON document: the reply's
-    /// `cursor.postBatchResumeToken` and `operationTime` when it has them. Set on the last batch
-    /// of a reply only: the token stands for the point after the reply's last document.
+    /// `cursor.postBatchResumeToken` and its `operationTime`, for a reply with the token (a change
+    /// stream's). Set on the last batch of a reply only: the token stands for the point after the
+    /// reply's last document.
     #[napi(ts_type = "Buffer")]
     pub resume_fields: Option<Bytes>,
     #[napi(ts_type = "Float64Array")]
