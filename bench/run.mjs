@@ -23,6 +23,7 @@ import {
   summarizeRuns,
 } from './lib/report.mjs'
 import { measureSmallReads, smallReadsSection } from './lib/small_reads.mjs'
+import { measureMongoosePlugin, mongoosePluginSection } from './lib/mongoose_plugin.mjs'
 import { updateSummary } from './summary.mjs'
 import { chooseTargets, startTarget } from './lib/targets.mjs'
 import { planFor, queryFor } from './lib/workloads.mjs'
@@ -195,6 +196,11 @@ async function runTarget(name, options, { progress, publish }) {
     const result = { name, description: target.description, rows }
     // A filter that selects none of the target's cells (e.g. --filter small) leaves out its table.
     if (rows.length > 0 || !options.filter) publish(targetSection(result))
+    if (name === 'replay') {
+      // Mongoose with and without rumongo's plugin, beside the Model rows (its own replay server).
+      result.mongoosePlugin = await measureMongoosePlugin(options, progress)
+      if (result.mongoosePlugin) publish(mongoosePluginSection(result.mongoosePlugin))
+    }
     result.smallReads = await measureSmallReads(target, options, progress)
     if (result.smallReads.length > 0) publish(smallReadsSection(target, result.smallReads, options.quick))
     const decoding =
@@ -292,8 +298,10 @@ async function main() {
   if (distFingerprint() !== startFingerprint) {
     progress('WARNING: dist/ was rebuilt during the run (by another process?): rows noting it are suspect')
   }
+  const mongooseFailed = targets.some((target) => target.mongoosePlugin?.error)
   if (
     failedCells > 0 ||
+    mongooseFailed ||
     targets.some((target) => target.startError) ||
     decoding?.ok === false ||
     changeStreams?.ok === false
