@@ -300,6 +300,27 @@ describe('watch() against the official driver on a fake replica-set primary', ()
     ])
   })
 
+  it('resumes after CursorNotFound without the label (the spec names it resumable)', async () => {
+    const seen = await both(
+      {
+        events: EVENTS,
+        batchSize: 3,
+        fault: (name, count) =>
+          name === 'getMore' && count === 2
+            ? { ok: 0, errmsg: 'cursor id 7001 not found', code: 43, codeName: 'CursorNotFound' }
+            : undefined,
+      },
+      watchItems(),
+      (stream) => nextN(stream, 6),
+    )
+    // The same events, resume and emitted events; the official driver also sends killCursors for
+    // the cursor the server just said it does not have, rumongo (the crate) does not.
+    expectSame({ ...seen, rumongo: { ...seen.rumongo, killed: seen.official.killed } })
+    expect(seen.official.killed).toEqual(['7001', '7002'])
+    expect(seen.rumongo.killed).toEqual(['7002'])
+    expect(seen.rumongo.wire.filter((command) => 'aggregate' in command)).toHaveLength(2)
+  })
+
   it('resumes with startAfter until an event came, then with resumeAfter', async () => {
     const seen = await both(
       {
