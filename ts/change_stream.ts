@@ -153,36 +153,20 @@ const WATCH: OperationSpec = {
 const CHANGESTREAM_CLOSED_ERROR = 'ChangeStream is closed'
 const NO_RESUME_TOKEN_ERROR = 'A change stream document has been received that lacks a resume token (_id).'
 
-/** The server error codes a getMore resumes after on servers before 4.4 (the official list). */
-const GET_MORE_RESUMABLE_CODES = new Set([
-  6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13388, 13435, 13436, 63, 150, 234, 133, 43,
-])
 const CURSOR_NOT_FOUND = 43
 
 /**
- * Whether a change stream resumes after `error` (the official driver's `isResumableError`): a
- * network or server-selection error, and on 4.4+ servers (every server the crate supports that
- * labels errors) a server error labelled `ResumableChangeStreamError`, or CursorNotFound. An
- * unlabelled error from a server of any version falls back to the code list, as there for a
- * server whose version is unknown.
+ * Whether a change stream resumes after `error`: the official driver's `isResumableError` for the
+ * servers it supports (4.4 and later, wire version 9+): a network or server-selection error, a
+ * server error labelled `ResumableChangeStreamError`, or CursorNotFound. (Its list of codes is for
+ * older servers, which label nothing; rumongo does not read the server's wire version.)
  */
-export function isResumableError(error: unknown, maxWireVersion: number | undefined): boolean {
+function isResumableError(error: unknown): boolean {
   if (!(error instanceof MongoError)) return false
   if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true
-  if (maxWireVersion != null && maxWireVersion >= 9) {
-    if (error.code === CURSOR_NOT_FOUND) return true
-    return error.hasErrorLabel(MongoErrorLabel.ResumableChangeStreamError)
-  }
-  return typeof error.code === 'number' && GET_MORE_RESUMABLE_CODES.has(error.code)
+  if (error.code === CURSOR_NOT_FOUND) return true
+  return error.hasErrorLabel(MongoErrorLabel.ResumableChangeStreamError)
 }
-
-/**
- * The wire version the resume rules go by. The official driver reads it from the server that ran
- * the aggregate; rumongo does not see it, and goes by the rules for 4.4+ servers (wire version 9:
- * resumable errors carry the ResumableChangeStreamError label), the servers the official driver 7
- * supports.
- */
-const ASSUMED_MAX_WIRE_VERSION = 9
 
 /** The fields of a reply a stream resumes from (`DocumentBatch.resumeFields`). */
 interface ResumeFields {
@@ -654,7 +638,7 @@ export class ChangeStream<
   /** Emitter mode's error: resumes (true) or emits `error` and closes (false). */
   async #processErrorStreamMode(error: unknown, cursorInitialized: boolean): Promise<boolean> {
     if (this.#isClosed) return false
-    if (cursorInitialized && isResumableError(error, ASSUMED_MAX_WIRE_VERSION)) {
+    if (cursorInitialized && isResumableError(error)) {
       await this.#cursor.close().catch(() => {})
       try {
         this.#resume()
@@ -675,7 +659,7 @@ export class ChangeStream<
 
   async #processErrorIteratorMode(error: unknown, cursorInitialized: boolean): Promise<void> {
     if (this.#isClosed) throw new MongoAPIError(CHANGESTREAM_CLOSED_ERROR)
-    if (cursorInitialized && isResumableError(error, ASSUMED_MAX_WIRE_VERSION)) {
+    if (cursorInitialized && isResumableError(error)) {
       await this.#cursor.close().catch(() => {})
       this.#resume()
     } else {
