@@ -158,6 +158,18 @@ async function measureDecoding({ quick }, replay, progress) {
   }
 }
 
+/** The change-stream bench (bench/change_stream.mjs: its own fake server, no target needed). */
+async function measureChangeStreams({ quick }, progress) {
+  const report = await runChild('change_stream.mjs', quick ? ['--quick'] : [])
+  if (report.ok) return report
+  progress(`change-stream bench FAILED\n${report.error}`)
+  return {
+    ok: false,
+    markdown: `## Change streams\n\nFAILED: ${report.error.split('\n')[0]}`,
+    error: report.error,
+  }
+}
+
 /** A target's markdown section. */
 function targetSection({ name, description, rows, startError }) {
   const body = startError ? `FAILED to start: ${startError}` : `${description}\n\n${markdownTable(rows)}`
@@ -254,7 +266,22 @@ async function main() {
     publish(decoding.markdown)
   }
 
-  const raw = { mode, machine, addon: profile, features: [...features], targets, decoding: decoding?.data }
+  // The change-stream bench runs without a filter or with --filter watch.
+  let changeStreams
+  if (!options.filter || 'watch'.includes(options.filter)) {
+    changeStreams = await measureChangeStreams(options, progress)
+    publish(changeStreams.markdown)
+  }
+
+  const raw = {
+    mode,
+    machine,
+    addon: profile,
+    features: [...features],
+    targets,
+    decoding: decoding?.data,
+    changeStreams: changeStreams?.data,
+  }
   progress(`results written to ${writeResults(machine, sections, raw)}`)
   // A full run (filtered or not) refreshes the rows it measured in BENCHMARKS.md's "Where it
   // stands", the block between its markers; a failure there loses no result.
@@ -276,7 +303,8 @@ async function main() {
     failedCells > 0 ||
     mongooseFailed ||
     targets.some((target) => target.startError) ||
-    decoding?.ok === false
+    decoding?.ok === false ||
+    changeStreams?.ok === false
   ) {
     process.exitCode = 1
   }

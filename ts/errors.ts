@@ -141,6 +141,13 @@ export class MongoRuntimeError extends MongoDriverError {
   }
 }
 
+/** A change stream cannot go on: an event without a resume token, or a closed stream's `stream()`. */
+export class MongoChangeStreamError extends MongoRuntimeError {
+  override get name(): string {
+    return 'MongoChangeStreamError'
+  }
+}
+
 /**
  * A `WorkerPool` could not run a call: the pool is closed (`ERR_POOL_CLOSED`), its queue is full
  * (`ERR_POOL_QUEUE_FULL`), or the worker running the call exited (`ERR_POOL_WORKER_EXITED`).

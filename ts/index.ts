@@ -7,6 +7,14 @@ export { MongoClient, type MongoClientOptions } from './mongo_client.js'
 export { Db, type DbOptions, type DbStatsOptions, type ListCollectionsOptions } from './db.js'
 export { Admin, type ListDatabasesOptions } from './admin.js'
 export {
+  ChangeStream,
+  type ChangeStreamDocument,
+  type ChangeStreamEvents,
+  type ChangeStreamOptions,
+  type OperationTime,
+  type ResumeToken,
+} from './change_stream.js'
+export {
   CommandCursor,
   ListCollectionsCursor,
   ListIndexesCursor,
@@ -169,6 +177,7 @@ export {
   MongoOperationTimeoutError,
   MongoParseError,
   MongoRuntimeError,
+  MongoChangeStreamError,
   MongoServerClosedError,
   MongoServerError,
   MongoServerSelectionError,

@@ -21,6 +21,12 @@ import {
   uriOptionValues,
 } from './client_options.js'
 import { Db, type DbOptions } from './db.js'
+import {
+  WATCH_CLUSTER,
+  type ChangeStream,
+  type ChangeStreamDocument,
+  type ChangeStreamOptions,
+} from './change_stream.js'
 import type { InheritedOptions } from './inherit.js'
 import {
   callNative,
@@ -495,6 +501,17 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
       name,
       options,
     )
+  }
+
+  /**
+   * A change stream of every database's changes (`$changeStream` with `allChangesForCluster`, on
+   * `admin`), as the official driver's `client.watch()`.
+   */
+  watch<TSchema extends Document = Document, TChange extends Document = ChangeStreamDocument<TSchema>>(
+    pipeline: Document[] = [],
+    options: ChangeStreamOptions = {},
+  ): ChangeStream<TSchema, TChange> {
+    return this.db('admin')[WATCH_CLUSTER]<TSchema, TChange>(pipeline, options)
   }
 
   async #nativeCollection(db: string, collection: string): Promise<NativeCollection> {
