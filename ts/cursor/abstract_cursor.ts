@@ -202,8 +202,9 @@ export abstract class AbstractCursor<TSchema = Document>
   /**
    * Sets a cursor flag, as the official driver's `addCursorFlag` (same checks, same errors). A find
    * sends `noCursorTimeout`; `partial` is taken and, as in the official driver, sent by no command
-   * (it is a flag of the legacy OP_QUERY). rumongo has no tailable or exhaust cursors: setting
-   * `tailable`, `awaitData`, `oplogReplay` or `exhaust` is refused.
+   * (it is a flag of the legacy OP_QUERY). A find takes `tailable` and `awaitData` as its options of
+   * those names. rumongo has no exhaust cursors: setting `oplogReplay` or `exhaust` (or tailing an
+   * aggregate) is refused.
    */
   addCursorFlag(flag: CursorFlag, value: boolean): this {
     this.throwIfInitialized()
@@ -213,6 +214,7 @@ export abstract class AbstractCursor<TSchema = Document>
     if (typeof value !== 'boolean')
       throw new MongoInvalidArgumentError(`Flag ${flag} must be a boolean value`)
     if (flag === 'noCursorTimeout') this.applyNoCursorTimeout(value)
+    else if ((flag === 'tailable' || flag === 'awaitData') && this.applyTailFlag(flag, value)) return this
     else if (value && flag !== 'partial') {
       throw new MongoInvalidArgumentError(`rumongo does not support the cursor flag "${flag}"`)
     }
@@ -221,6 +223,11 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** Where a cursor kind takes `noCursorTimeout` (an aggregate, like the official one, ignores it). */
   protected applyNoCursorTimeout(_value: boolean): void {}
+
+  /** Where a cursor kind takes `tailable` and `awaitData`: false where it has no tailing (refused). */
+  protected applyTailFlag(_flag: 'tailable' | 'awaitData', _value: boolean): boolean {
+    return false
+  }
 
   /**
    * Runs the cursor-creating command (find / aggregate); returns its decode options, and the key
