@@ -100,6 +100,41 @@ describe('tailable awaitData cursors, both drivers', () => {
     expect(rumongo.server.killed).toEqual([CURSOR_ID])
   })
 
+  it('tryNext() says null for an empty batch and the cursor stays open, as the official driver', async () => {
+    const script = async (client: AnyClient) => {
+      await client.connect()
+      const cursor = client
+        .db('app')
+        .collection('log')
+        .find({}, { tailable: true, awaitData: true, maxAwaitTimeMS: 250 })
+      const seen = [
+        await cursor.next(),
+        await cursor.tryNext(),
+        await cursor.tryNext(),
+        await cursor.tryNext(),
+      ]
+      const closedBefore = cursor.closed
+      await cursor.close()
+      return { seen, closedBefore }
+    }
+    const outcome = async (make: (uri: string) => AnyClient) => {
+      const server = await tailServer()
+      servers.push(server)
+      const client = make(server.uri)
+      try {
+        return await script(client)
+      } finally {
+        await client.close()
+      }
+    }
+    const theirs = await outcome((uri) => new OfficialClient(uri))
+    expect(await outcome((uri) => new MongoClient(uri))).toEqual(theirs)
+    expect(theirs).toEqual({
+      seen: [{ _id: 1, line: 'a' }, null, null, { _id: 2, line: 'b' }],
+      closedBefore: false,
+    })
+  })
+
   it("addCursorFlag('tailable'): a tailable cursor without awaitData, no maxTimeMS on its getMores", async () => {
     const script = async (client: AnyClient) => {
       await client.connect()

@@ -384,9 +384,42 @@ export abstract class AbstractCursor<TSchema = Document>
     }
   }
 
-  /** Same as `next()`: a non-tailable cursor always waits for the server's answer. */
+  /**
+   * Same as `next()` on a cursor that is not tailable (it always waits for the server's answer). On
+   * a tailable cursor, as the official driver's: `null` when the next server batch is empty (no new
+   * data yet), the cursor staying open.
+   */
   async tryNext(): Promise<TSchema | null> {
-    return this.next()
+    if (!this.tailable) return this.next()
+    if (this.#rewinding) await this.#rewinding.catch(() => undefined)
+    this.#throwIfFailed()
+    if (this.#state === 'closed') {
+      if (this.#killed) throw new MongoCursorExhaustedError()
+      return null
+    }
+    const buffered = this.#takeBuffered()
+    if (buffered !== NO_DOCUMENT) return buffered
+    // A fetch another read started ends where that read wants: wait for it, then fetch once.
+    if (this.#fetching) await this.#fetching.catch(() => undefined)
+    const again = this.#takeBuffered()
+    if (again !== NO_DOCUMENT) return again
+    if (this.#state === 'open' || this.#state === 'new') {
+      // Shared as any fetch is: a read that joins it reads on (true) unless the cursor ended.
+      const fetching = this.#fetchNonEmptyBatch(true)
+        .then((found) => found || this.#state === 'open')
+        .finally(() => {
+          if (this.#fetching === fetching) this.#fetching = null
+        })
+      this.#fetching = fetching
+      await fetching
+    }
+    const fetched = this.#takeBuffered()
+    return fetched === NO_DOCUMENT ? null : fetched
+  }
+
+  /** Whether the cursor is tailable (an empty batch does not end it; see `tryNext`). */
+  protected get tailable(): boolean {
+    return false
   }
 
   /**
@@ -538,7 +571,8 @@ export abstract class AbstractCursor<TSchema = Document>
     return fetching
   }
 
-  async #fetchNonEmptyBatch(): Promise<boolean> {
+  /** `once`: at most one server batch, even an empty one (a tailable cursor's `tryNext`). */
+  async #fetchNonEmptyBatch(once = false): Promise<boolean> {
     if (this.#state === 'new') {
       this.#state = 'opening'
       let firstBatch: DocumentBatch | undefined
@@ -621,6 +655,7 @@ export abstract class AbstractCursor<TSchema = Document>
         this.#position = 0
         return true
       }
+      if (once) return false
     }
     return false
   }
