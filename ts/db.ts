@@ -159,7 +159,11 @@ export class Db {
     return runCommand(
       this,
       command,
-      { readPreference: options?.readPreference, timeoutMS: options?.timeoutMS ?? this.timeoutMS },
+      {
+        readPreference: options?.readPreference,
+        timeoutMS: options?.timeoutMS ?? this.timeoutMS,
+        session: options?.session,
+      },
       bson,
     )
   }

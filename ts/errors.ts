@@ -24,6 +24,8 @@ export const ErrorCode = {
   PoolWorkerExited: 'ERR_POOL_WORKER_EXITED',
   MissingDependency: 'ERR_MISSING_DEPENDENCY',
   ArrowTypeMismatch: 'ERR_ARROW_TYPE_MISMATCH',
+  ExpiredSession: 'ERR_EXPIRED_SESSION',
+  Transaction: 'ERR_TRANSACTION',
 } as const
 
 /** Options shared by every rumongo error. */
@@ -301,6 +303,7 @@ export class MongoTailableCursorError extends MongoAPIError {
 
 /** A session used after it ended. */
 export class MongoExpiredSessionError extends MongoAPIError {
+  override code = ErrorCode.ExpiredSession
   constructor(message = 'Cannot use a session that has ended', options?: MongoErrorOptions) {
     super(message, options)
   }
@@ -311,6 +314,7 @@ export class MongoExpiredSessionError extends MongoAPIError {
 
 /** A transaction misused. */
 export class MongoTransactionError extends MongoAPIError {
+  override code = ErrorCode.Transaction
   override get name(): string {
     return 'MongoTransactionError'
   }

@@ -22,6 +22,12 @@ export {
   type RunCommandOptions,
 } from './commands.js'
 export { HostAddress } from './client_options.js'
+export {
+  ClientSession,
+  type ClientSessionOptions,
+  type ClusterTime,
+  type ServerSessionId,
+} from './session.js'
 export { MongoDBNamespace } from './namespace.js'
 export type { ExplainCommandOptions } from './explain.js'
 export type { InheritableOptions } from './inherit.js'
