@@ -157,6 +157,21 @@ async function measureDecoding({ quick }, replay, progress) {
   }
 }
 
+/**
+ * The side-by-side BSON -> JSON micro bench against bson-to-json (bench/json_anchor.mjs), in its
+ * own process; it skips the bson-to-json column, and says why, when no local build of it exists.
+ */
+async function measureJsonAnchor({ quick }, progress) {
+  const report = await runChild('json_anchor.mjs', quick ? ['--quick'] : [])
+  if (report.ok) return report
+  progress(`json anchor bench FAILED\n${report.error}`)
+  return {
+    ok: false,
+    markdown: `## BSON -> JSON per core\n\nFAILED: ${report.error.split('\n')[0]}`,
+    error: report.error,
+  }
+}
+
 /** A target's markdown section. */
 function targetSection({ name, description, rows, startError }) {
   const body = startError ? `FAILED to start: ${startError}` : `${description}\n\n${markdownTable(rows)}`
@@ -247,8 +262,22 @@ async function main() {
     decoding ??= await measureDecoding(options, undefined, progress)
     publish(decoding.markdown)
   }
+  // The JSON side-by-side runs without a filter or with --filter bson-to-json.
+  const jsonAnchor =
+    !options.filter || 'bson-to-json'.includes(options.filter)
+      ? await measureJsonAnchor(options, progress)
+      : undefined
+  if (jsonAnchor) publish(jsonAnchor.markdown)
 
-  const raw = { mode, machine, addon: profile, features: [...features], targets, decoding: decoding?.data }
+  const raw = {
+    mode,
+    machine,
+    addon: profile,
+    features: [...features],
+    targets,
+    decoding: decoding?.data,
+    jsonAnchor: jsonAnchor?.data,
+  }
   progress(`results written to ${writeResults(machine, sections, raw)}`)
   // A full run (filtered or not) refreshes the rows it measured in BENCHMARKS.md's "Where it
   // stands", the block between its markers; a failure there loses no result.
@@ -265,7 +294,12 @@ async function main() {
   if (distFingerprint() !== startFingerprint) {
     progress('WARNING: dist/ was rebuilt during the run (by another process?): rows noting it are suspect')
   }
-  if (failedCells > 0 || targets.some((target) => target.startError) || decoding?.ok === false) {
+  if (
+    failedCells > 0 ||
+    targets.some((target) => target.startError) ||
+    decoding?.ok === false ||
+    jsonAnchor?.ok === false
+  ) {
     process.exitCode = 1
   }
 }
