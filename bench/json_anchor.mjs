@@ -200,11 +200,13 @@ async function measure(batches, all, rounds) {
       await new Promise((resolve) => setImmediate(resolve))
       const start = performance.now()
       const startCpu = process.cpuUsage()
+      const startFaults = process.resourceUsage().minorPageFault
       for (const batch of batches) contender.run(batch)
+      const faults = process.resourceUsage().minorPageFault - startFaults
       const { user, system } = process.cpuUsage(startCpu)
       const elapsed = performance.now() - start
       // round 0 warms up
-      if (round > 0) times.get(contender.id).push({ wallMs: elapsed, cpuMs: (user + system) / 1000 })
+      if (round > 0) times.get(contender.id).push({ wallMs: elapsed, cpuMs: (user + system) / 1000, faults })
     }
   }
   return times
@@ -260,6 +262,11 @@ async function main() {
         bsonMB: bsonBytes / 1e6,
         rumongo: { cpu: rates(times.get(id), 'cpuMs'), wall: rates(times.get(id), 'wallMs') },
         anchor: { cpu: rates(theirs, 'cpuMs'), wall: rates(theirs, 'wallMs') },
+        // Page faults (first touches of fresh output pages, mostly) per MB of BSON, median round.
+        faultsPerMB: {
+          rumongo: median(times.get(id).map(({ faults }) => faults)) / (bsonBytes / 1e6),
+          anchor: theirs && median(theirs.map(({ faults }) => faults)) / (bsonBytes / 1e6),
+        },
         cpuRatios: ratios(times.get(id), 'cpuMs'),
         wallRatios: ratios(times.get(id), 'wallMs'),
         outputs: id === 'rumongo' ? outputs : '',
@@ -281,6 +288,7 @@ function markdown(rows, anchor, rounds) {
     'bson-to-json MB/s CPU (wall)',
     'ratio CPU (min–max)',
     'ratio wall (min–max)',
+    'page faults / MB (bson-to-json)',
     'outputs',
   ]
   const lines = rows.map((row) => [
@@ -291,6 +299,7 @@ function markdown(rows, anchor, rounds) {
     `${rate(row.anchor.cpu)} (${rate(row.anchor.wall)})`,
     ratio(row.cpuRatios),
     ratio(row.wallRatios),
+    `${row.faultsPerMB.rumongo.toFixed(0)} (${row.faultsPerMB.anchor?.toFixed(0) ?? '-'})`,
     row.outputs,
   ])
   return [
