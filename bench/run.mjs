@@ -158,14 +158,18 @@ async function measureDecoding({ quick }, replay, progress) {
   }
 }
 
-/** The change-stream bench (bench/change_stream.mjs: its own fake server, no target needed). */
-async function measureChangeStreams({ quick }, progress) {
-  const report = await runChild('change_stream.mjs', quick ? ['--quick'] : [])
+/**
+ * A bench that runs alone in its own process and needs no target (bench/change_stream.mjs with its
+ * own fake server; bench/json_anchor.mjs, which skips the bson-to-json column, saying why, when no
+ * local build of it exists). A failure becomes a FAILED section, never a missing one.
+ */
+async function measureStandalone(script, title, { quick }, progress) {
+  const report = await runChild(script, quick ? ['--quick'] : [])
   if (report.ok) return report
-  progress(`change-stream bench FAILED\n${report.error}`)
+  progress(`${script} FAILED\n${report.error}`)
   return {
     ok: false,
-    markdown: `## Change streams\n\nFAILED: ${report.error.split('\n')[0]}`,
+    markdown: `## ${title}\n\nFAILED: ${report.error.split('\n')[0]}`,
     error: report.error,
   }
 }
@@ -265,12 +269,16 @@ async function main() {
     decoding ??= await measureDecoding(options, undefined, progress)
     publish(decoding.markdown)
   }
-
-  // The change-stream bench runs without a filter or with --filter watch.
-  let changeStreams
-  if (!options.filter || 'watch'.includes(options.filter)) {
-    changeStreams = await measureChangeStreams(options, progress)
-    publish(changeStreams.markdown)
+  // The JSON side-by-side runs without a filter or with --filter bson-to-json, the change-stream
+  // bench with --filter watch.
+  const standalone = {}
+  for (const [key, filter, script, title] of [
+    ['jsonAnchor', 'bson-to-json', 'json_anchor.mjs', 'BSON -> JSON per core'],
+    ['changeStreams', 'watch', 'change_stream.mjs', 'Change streams'],
+  ]) {
+    if (options.filter && !filter.includes(options.filter)) continue
+    standalone[key] = await measureStandalone(script, title, options, progress)
+    publish(standalone[key].markdown)
   }
 
   const raw = {
@@ -280,7 +288,8 @@ async function main() {
     features: [...features],
     targets,
     decoding: decoding?.data,
-    changeStreams: changeStreams?.data,
+    changeStreams: standalone.changeStreams?.data,
+    jsonAnchor: standalone.jsonAnchor?.data,
   }
   progress(`results written to ${writeResults(machine, sections, raw)}`)
   // A full run (filtered or not) refreshes the rows it measured in BENCHMARKS.md's "Where it
@@ -304,7 +313,7 @@ async function main() {
     mongooseFailed ||
     targets.some((target) => target.startError) ||
     decoding?.ok === false ||
-    changeStreams?.ok === false
+    Object.values(standalone).some((report) => report.ok === false)
   ) {
     process.exitCode = 1
   }

@@ -16,9 +16,9 @@ use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 use rayon::prelude::*;
 
 use crate::raw::{
-    cstring_end, document_length, fixed, is_safe_integer, promoted_int64, size_at, word_at, zero_bytes,
-    Malformed, ARRAY, BINARY, BOOLEAN, DATE, DECIMAL128, DOCUMENT, DOUBLE, HIGHS, INT32, INT64, MAX_DEPTH,
-    MAX_KEY, MIN_KEY, NULL, OBJECT_ID, ONES, STRING, TIMESTAMP,
+    cstring_end, document_length, fixed, is_safe_integer, promoted_int64, size_at, word_at, Malformed, ARRAY,
+    BINARY, BOOLEAN, DATE, DECIMAL128, DOCUMENT, DOUBLE, HIGHS, INT32, INT64, MAX_DEPTH, MAX_KEY, MIN_KEY,
+    NULL, OBJECT_ID, ONES, STRING, TIMESTAMP,
 };
 
 /// The largest time value (ms) of a valid JS `Date`.
@@ -27,6 +27,26 @@ const MAX_JS_TIME: i64 = 8_640_000_000_000_000;
 const RELAXED_DATE_LIMIT: i64 = 253_402_300_800_000;
 const MILLIS_PER_DAY: i64 = 86_400_000;
 const HEX: &[u8; 16] = b"0123456789abcdef";
+/// Each byte's two lowercase hex digits.
+static HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut table = [[0; 2]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = [HEX[byte >> 4], HEX[byte & 15]];
+        byte += 1;
+    }
+    table
+};
+/// The two decimal digits of 0 to 99.
+static DIGIT_PAIRS: [[u8; 2]; 100] = {
+    let mut table = [[0; 2]; 100];
+    let mut value = 0;
+    while value < 100 {
+        table[value] = [b'0' + (value / 10) as u8, b'0' + (value % 10) as u8];
+        value += 1;
+    }
+    table
+};
 
 /// Which JavaScript rendering of the official driver's documents to reproduce.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -247,11 +267,12 @@ impl Writer {
             OBJECT_ID => {
                 let id: [u8; 12] = fixed(bytes, start)?;
                 self.wrapped(relaxed, b"{\"$oid\":", |writer| {
-                    writer.out.push(b'"');
-                    for byte in id {
-                        writer.hex_byte(byte);
+                    // Built on the stack and written in one fixed-size copy.
+                    let mut text = [b'"'; 26];
+                    for (index, byte) in id.into_iter().enumerate() {
+                        text[1 + 2 * index..3 + 2 * index].copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
                     }
-                    writer.out.push(b'"');
+                    writer.out.extend_from_slice(&text);
                 });
                 start + 12
             }
@@ -320,6 +341,7 @@ impl Writer {
     /// A JSON string of `bytes[start..end]`: a key or a string's text, followed in `bytes` by its
     /// zero byte and mostly by more fields. A short one is checked and copied as a window of 8, 16,
     /// 32 or 64 bytes from `start`: fixed-size work, without a loop or a `memcpy` call.
+    #[inline(always)]
     fn string_in(&mut self, bytes: &[u8], start: usize, end: usize) -> Step {
         let length = end - start;
         let done = match length {
@@ -337,6 +359,7 @@ impl Writer {
 
     /// Writes the string of `length <= N` bytes at `start` if it needs no escaping and its window
     /// fits in `bytes`; returns whether it did.
+    #[inline(always)]
     fn short_string<const N: usize>(&mut self, bytes: &[u8], start: usize, length: usize) -> bool {
         let Some(window) = bytes
             .get(start..start + N)
@@ -366,8 +389,8 @@ impl Writer {
             self.out.push(b'"');
             return Ok(());
         }
-        if !text.is_ascii() {
-            std::str::from_utf8(text).map_err(|_| Deferred)?;
+        if !text.is_ascii() && !is_utf8(text) {
+            return Err(Deferred);
         }
         self.escaped(text);
         Ok(())
@@ -376,11 +399,20 @@ impl Writer {
     /// A JSON string of valid UTF-8 `bytes` escaped as `JSON.stringify` escapes it (U+2028/2029
     /// stay raw, which JSON allows).
     fn escaped(&mut self, bytes: &[u8]) {
+        self.out.reserve(bytes.len() + 2);
         self.out.push(b'"');
         let mut copied = 0;
-        for (index, &byte) in bytes.iter().enumerate() {
+        let mut index = 0;
+        while index < bytes.len() {
+            // Eight bytes at a time past those JSON keeps (non-ASCII text included).
+            if word_at(bytes, index).is_some_and(|word| !word_needs_escape(word)) {
+                index += 8;
+                continue;
+            }
+            let byte = bytes[index];
             let escape = ESCAPES[usize::from(byte)];
             if escape == 0 {
+                index += 1;
                 continue;
             }
             self.out.extend_from_slice(&bytes[copied..index]);
@@ -396,19 +428,34 @@ impl Writer {
             } else {
                 self.out.extend_from_slice(&[b'\\', escape]);
             }
-            copied = index + 1;
+            index += 1;
+            copied = index;
         }
         self.out.extend_from_slice(&bytes[copied..]);
         self.out.push(b'"');
     }
 
     fn hex_byte(&mut self, byte: u8) {
-        self.out
-            .extend([HEX[usize::from(byte >> 4)], HEX[usize::from(byte & 15)]]);
+        self.out.extend_from_slice(&HEX_PAIRS[usize::from(byte)]);
     }
 
     fn integer(&mut self, value: i64) {
-        self.out.extend_from_slice(self.integers.format(value).as_bytes());
+        if value < 0 {
+            self.out.push(b'-');
+        }
+        self.decimal(value.unsigned_abs());
+    }
+
+    /// The decimal digits of `value`, written in place: a fixed-size zeroed window is appended
+    /// (plain stores, where appending a formatted number of variable length calls `memcpy`), its
+    /// digits written two at a time from the end, the rest cut off.
+    fn decimal(&mut self, value: u64) {
+        const MAX_DIGITS: usize = 20;
+        let length = value.checked_ilog10().unwrap_or(0) as usize + 1;
+        let start = self.out.len();
+        self.out.extend_from_slice(&[0; MAX_DIGITS]);
+        write_digits(&mut self.out[start..start + length], value);
+        self.out.truncate(start + length);
     }
 
     /// A finite number as JavaScript prints it.
@@ -429,21 +476,19 @@ impl Writer {
         if scaled < 0 {
             self.out.push(b'-');
         }
-        let digits = self.integers.format(scaled.unsigned_abs()).as_bytes();
-        let decimals = decimals as usize;
-        match digits.len().checked_sub(decimals) {
-            Some(0) | None => {
-                self.out.extend_from_slice(b"0.");
-                self.out
-                    .extend(std::iter::repeat_n(b'0', decimals - digits.len()));
-                self.out.extend_from_slice(digits);
-            }
-            Some(whole) => {
-                self.out.extend_from_slice(&digits[..whole]);
-                self.out.push(b'.');
-                self.out.extend_from_slice(&digits[whole..]);
-            }
+        let power = 10_u64.pow(decimals);
+        let (whole, mut fraction) = (scaled.unsigned_abs() / power, scaled.unsigned_abs() % power);
+        self.decimal(whole);
+        // `decimals` (at most MAX_FEW_DECIMALS) digits, zeros first.
+        let start = self.out.len();
+        self.out.extend_from_slice(b".000");
+        for place in (1..=decimals as usize).rev() {
+            self.out[start + place] = b'0' + (fraction % 10) as u8;
+            fraction /= 10;
         }
+        // No point without decimals (`few_decimals` gives at least one: its values are not integers).
+        self.out
+            .truncate(start + if decimals == 0 { 0 } else { 1 + decimals as usize });
     }
 
     fn double(&mut self, value: f64) {
@@ -491,9 +536,7 @@ impl Writer {
         } else {
             // Timestamp.toJSON: the unsigned 64-bit value as a decimal string.
             self.out.extend_from_slice(b"{\"$timestamp\":\"");
-            let value = (u64::from(time) << 32) | u64::from(increment);
-            self.out
-                .extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+            self.decimal((u64::from(time) << 32) | u64::from(increment));
             self.out.extend_from_slice(b"\"}");
         }
     }
@@ -564,11 +607,30 @@ impl Writer {
         let in_day = millis.rem_euclid(MILLIS_PER_DAY);
         let (year, month, day) = civil_from_days(days);
         if (0..=9999).contains(&year) {
-            self.padded(year, 4);
-        } else {
-            self.out.push(if year < 0 { b'-' } else { b'+' });
-            self.padded(year.abs(), 6);
+            // The common case, built on the stack and written in one fixed-size copy.
+            let mut text = *b"0000-00-00T00:00:00.000Z";
+            let mut put = |at: usize, value: i64| {
+                text[at..at + 2].copy_from_slice(&DIGIT_PAIRS[value as usize]);
+            };
+            put(0, year / 100);
+            put(2, year % 100);
+            put(5, month);
+            put(8, day);
+            put(11, in_day / 3_600_000);
+            put(14, in_day / 60_000 % 60);
+            put(17, in_day / 1000 % 60);
+            put(21, in_day % 100);
+            text[20] = b'0' + (in_day % 1000 / 100) as u8;
+            if with_millis {
+                self.out.extend_from_slice(&text);
+            } else {
+                text[19] = b'Z';
+                self.out.extend_from_slice(&text[..20]);
+            }
+            return;
         }
+        self.out.push(if year < 0 { b'-' } else { b'+' });
+        self.padded(year.abs(), 6);
         self.out.push(b'-');
         self.padded(month, 2);
         self.out.push(b'-');
@@ -768,23 +830,105 @@ fn needs_escape_or_validation(text: &[u8]) -> bool {
         .any(|&byte| byte >= 0x80 || ESCAPES[usize::from(byte)] != 0)
 }
 
-/// `needs_escape_or_validation` of a window's first `length` bytes (the others read as spaces).
+/// `needs_escape_or_validation` of a window's first `length` bytes: the flags of the bytes after
+/// them are masked off (their borrows go up, away from the string's bytes).
+#[inline(always)]
 fn window_needs_escape_or_validation<const N: usize>(window: &[u8; N], length: usize) -> bool {
-    window.chunks_exact(8).enumerate().any(|(index, word)| {
+    let mut flags = 0;
+    for (index, word) in window.chunks_exact(8).enumerate() {
         let mask = low_bytes(length.saturating_sub(index * 8).min(8));
-        let word = u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes"));
-        word_needs_escape_or_validation((word & mask) | ((ONES * u64::from(b' ')) & !mask))
-    })
+        flags |= escape_or_validation_flags(u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes")))
+            & mask;
+    }
+    flags != 0
+}
+
+/// Whether eight bytes read as a little-endian word may hold a byte JSON escapes (control, quote,
+/// backslash); non-ASCII bytes are kept. A flag may be false only after a true one: a word so
+/// flagged is looked at byte by byte.
+#[inline(always)]
+fn word_needs_escape(word: u64) -> bool {
+    // The flags of `escape_or_validation_flags` but for non-ASCII bytes (whose high bit is set in
+    // the word, and in each of its three terms, none of which borrows from them).
+    (word.wrapping_sub(ONES * 0x20)
+        | (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
+        | (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES))
+        & !word
+        & HIGHS
+        != 0
 }
 
 /// `needs_escape_or_validation` of eight bytes read as a little-endian word.
+#[inline(always)]
 fn word_needs_escape_or_validation(word: u64) -> bool {
-    // Bytes below 0x20 (exact for ASCII; a high byte is caught by HIGHS anyway).
-    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS != 0;
-    control
-        || word & HIGHS != 0
-        || zero_bytes(word ^ (ONES * u64::from(b'"'))) != 0
-        || zero_bytes(word ^ (ONES * u64::from(b'\\'))) != 0
+    escape_or_validation_flags(word) != 0
+}
+
+/// The high bit of each byte of a little-endian word that JSON escapes or that is not ASCII, in
+/// a few operations without branches. A byte below 0x20 borrows from the next one up when 0x20 is
+/// taken from it, as do a quote or backslash when 1 is taken from it xored with itself: a flag
+/// may be false only above a true one. The high bit of the word itself flags non-ASCII bytes, so
+/// the usual `& !word` of a zero-byte test is not needed.
+#[inline(always)]
+fn escape_or_validation_flags(word: u64) -> u64 {
+    (word.wrapping_sub(ONES * 0x20)
+        | (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
+        | (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES)
+        | word)
+        & HIGHS
+}
+
+/// Whether `text` is valid UTF-8: simdutf8's AVX2 or SSE4.2 code where the CPU has them, at every
+/// length (its usual entry point hands text under 64 bytes, most strings here, to std's byte by
+/// byte check, which took a fifth of the time of a batch of short non-ASCII strings); std's
+/// elsewhere.
+fn is_utf8(text: &[u8]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use simdutf8::basic::imp::x86::{avx2, sse42};
+        // SAFETY: each SIMD implementation runs only where the CPU has its instructions.
+        if std::is_x86_feature_detected!("avx2") {
+            return unsafe { avx2::validate_utf8(text) }.is_ok();
+        }
+        if std::is_x86_feature_detected!("sse4.2") {
+            return unsafe { sse42::validate_utf8(text) }.is_ok();
+        }
+    }
+    std::str::from_utf8(text).is_ok()
+}
+
+/// Writes the decimal digits of `value` into `digits`, exactly as many as it has; four at a time
+/// in 32-bit arithmetic, as itoa does.
+fn write_digits(digits: &mut [u8], value: u64) {
+    let mut end = digits.len();
+    let mut value = value;
+    while value > u64::from(u32::MAX) {
+        let mut low = (value % 100_000_000) as u32;
+        value /= 100_000_000;
+        for _ in 0..4 {
+            digits[end - 2..end].copy_from_slice(&DIGIT_PAIRS[(low % 100) as usize]);
+            low /= 100;
+            end -= 2;
+        }
+    }
+    let mut value = value as u32;
+    while value >= 10_000 {
+        let low = value % 10_000;
+        value /= 10_000;
+        digits[end - 4..end - 2].copy_from_slice(&DIGIT_PAIRS[(low / 100) as usize]);
+        digits[end - 2..end].copy_from_slice(&DIGIT_PAIRS[(low % 100) as usize]);
+        end -= 4;
+    }
+    if value >= 100 {
+        digits[end - 2..end].copy_from_slice(&DIGIT_PAIRS[(value % 100) as usize]);
+        value /= 100;
+        end -= 2;
+    }
+    if value >= 10 {
+        digits[end - 2..end].copy_from_slice(&DIGIT_PAIRS[value as usize]);
+    } else {
+        digits[end - 1] = b'0' + value as u8;
+    }
 }
 
 /// Whether JS treats `key` as an array index, which objects enumerate first, in numeric order.
@@ -900,6 +1044,136 @@ mod tests {
                 .ok()
                 .map(|text| serde_json::to_vec(text).unwrap());
             assert_eq!(written.ok(), expected, "{:?}", String::from_utf8_lossy(&text));
+        }
+    }
+
+    /// Integers are written digit pairs at a time into a fixed window: the same text as itoa
+    /// (which wrote them until 2026-11), at every length and both signs.
+    #[test]
+    fn integers_print_as_itoa() {
+        let mut values = vec![
+            0,
+            1,
+            -1,
+            9,
+            10,
+            99,
+            100,
+            i64::MAX,
+            i64::MIN,
+            u32::MAX as i64,
+            u32::MAX as i64 + 1,
+        ];
+        for power in 1..19 {
+            let at = 10_i64.pow(power);
+            values.extend([at - 1, at, at + 1, -at + 1, -at, -at - 1]);
+        }
+        values.extend(
+            pseudo_random(5)
+                .take(100_000)
+                .map(|bits| (bits as i64) >> (bits % 64)),
+        );
+        for value in values {
+            let mut signed = writer();
+            signed.integer(value);
+            assert_eq!(
+                signed.out,
+                itoa::Buffer::new().format(value).as_bytes(),
+                "{value}"
+            );
+            let mut unsigned = writer();
+            unsigned.decimal(value.unsigned_abs());
+            assert_eq!(
+                unsigned.out,
+                itoa::Buffer::new().format(value.unsigned_abs()).as_bytes()
+            );
+        }
+    }
+
+    /// Dates of years 0 to 9999 are built in a fixed window: the same text as the general path
+    /// (`Date.prototype.toISOString`, field by field), with and without milliseconds.
+    #[test]
+    fn dates_print_as_iso_strings() {
+        const YEAR_10000: i64 = 253_402_300_800_000;
+        const YEAR_0: i64 = -62_167_219_200_000;
+        let mut times = vec![
+            0,
+            -1,
+            1,
+            999,
+            1000,
+            YEAR_0,
+            YEAR_0 - 1,
+            YEAR_10000 - 1,
+            YEAR_10000,
+        ];
+        times.extend(
+            pseudo_random(6)
+                .take(100_000)
+                .map(|bits| YEAR_0 - 1000 + (bits % (YEAR_10000 - YEAR_0 + 2000) as u64) as i64),
+        );
+        for millis in times {
+            for with_millis in [true, false] {
+                let mut writer = writer();
+                writer.iso_date(millis, with_millis);
+                let (year, month, day) = civil_from_days(millis.div_euclid(MILLIS_PER_DAY));
+                let in_day = millis.rem_euclid(MILLIS_PER_DAY);
+                let year = match year {
+                    0..=9999 => format!("{year:04}"),
+                    _ => format!("{}{:06}", if year < 0 { '-' } else { '+' }, year.abs()),
+                };
+                let mut expected = format!(
+                    "{year}-{month:02}-{day:02}T{:02}:{:02}:{:02}",
+                    in_day / 3_600_000,
+                    in_day / 60_000 % 60,
+                    in_day / 1000 % 60
+                );
+                if with_millis {
+                    expected += &format!(".{:03}", in_day % 1000);
+                }
+                expected.push('Z');
+                assert_eq!(String::from_utf8(writer.out).unwrap(), expected, "{millis}");
+            }
+        }
+    }
+
+    /// ObjectIds and UUIDs are written from a table of hex pairs: lowercase hex of every byte.
+    #[test]
+    fn hex_pairs_are_lowercase_hex() {
+        for byte in 0..=255u8 {
+            let mut writer = writer();
+            writer.hex_byte(byte);
+            assert_eq!(writer.out, format!("{byte:02x}").as_bytes());
+        }
+    }
+
+    /// The word-at-a-time escape tests agree with the byte table for words of any bytes: a word
+    /// is flagged exactly when one of its bytes needs escaping (and, for the first, validating).
+    #[test]
+    fn escape_flags_agree_with_the_byte_table() {
+        let mut random = pseudo_random(7);
+        for _ in 0..200_000 {
+            let mut next = || random.next().unwrap();
+            // Bytes drawn mostly from those near the edges of the tests (0x1f/0x20, '"', '\\', 0x7f/0x80).
+            const EDGES: [u8; 10] = [0x00, 0x1f, 0x20, 0x21, b'"', b'#', b'\\', 0x7f, 0x80, 0xff];
+            let bytes: [u8; 8] = std::array::from_fn(|_| {
+                let draw = next();
+                if draw % 4 == 0 {
+                    draw as u8
+                } else if draw % 4 == 1 {
+                    EDGES[(draw >> 8) as usize % 10]
+                } else {
+                    b'a'
+                }
+            });
+            let word = u64::from_le_bytes(bytes);
+            let escapes = bytes.iter().any(|&byte| ESCAPES[usize::from(byte)] != 0);
+            assert_eq!(word_needs_escape(word), escapes, "{bytes:?}");
+            assert_eq!(
+                word_needs_escape_or_validation(word),
+                escapes || bytes.iter().any(|&byte| byte >= 0x80),
+                "{bytes:?}"
+            );
         }
     }
 
