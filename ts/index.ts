@@ -14,6 +14,7 @@ export {
   type RunCommandOptions,
 } from './commands.js'
 export { HostAddress } from './client_options.js'
+export type { OIDCCallbackFunction, OIDCCallbackParams, OIDCResponse } from './auth.js'
 export { MongoDBNamespace } from './namespace.js'
 export type { ExplainCommandOptions } from './explain.js'
 export type { InheritableOptions } from './inherit.js'
