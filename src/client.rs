@@ -15,6 +15,7 @@ use crate::{
     error::Error,
     events::{EventCallback, Monitor},
     session::{start_session, NativeSession},
+    oidc::OidcCallbackFunction,
     task::spawn,
 };
 
@@ -42,6 +43,7 @@ impl NativeClient {
     /// a connection string cannot carry (`serverApi`, `driverInfo`, the password, which command
     /// events are wanted). `events` receives the monitoring events JS listens to (`eventMask`, see
     /// `events.rs`); command events only with `monitorCommands` or `traceCommands`.
+    /// `oidcCallback`: the wrapped `OIDC_CALLBACK` (see `oidc.rs`).
     #[napi(catch_unwind)]
     pub async fn connect(
         uri: String,
@@ -50,11 +52,15 @@ impl NativeClient {
         options: Option<ConnectOptions>,
         #[napi(ts_arg_type = "((event: Buffer) => void) | undefined | null")] events: Option<EventCallback>,
         event_mask: Option<u32>,
+        #[napi(
+            ts_arg_type = "((context: OidcCallbackContext) => Promise<OidcCallbackResult>) | undefined | null"
+        )]
+        oidc_callback: Option<OidcCallbackFunction>,
     ) -> napi::Result<NativeClient> {
         let commands = options.as_ref().is_some_and(|options| {
             options.monitor_commands.unwrap_or(false) || options.trace_commands.unwrap_or(false)
         });
-        let mut options = client_options(&uri, options).await?;
+        let mut options = client_options(&uri, options, oidc_callback).await?;
         let timeouts = ClientTimeouts::new(timeout_ms, socket_timeout_ms, options.retry_reads != Some(false));
         let monitor = events.map(|callback| Monitor::new(callback, event_mask.unwrap_or(0)));
         if let Some(monitor) = &monitor {

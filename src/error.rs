@@ -7,6 +7,8 @@
 use mongodb::error::ErrorKind;
 use serde_json::json;
 
+use crate::oidc::CallbackFailure;
+
 /// Marks a native error message whose remainder is a JSON payload for `ts/errors.ts`.
 pub const RUMONGO_ERROR_PREFIX: &str = "rumongo-error:";
 
@@ -136,6 +138,11 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
                 "message": "the server refused the command without an error code",
                 "errorLabels": labels,
             })
+        }
+        // A JS callback (OIDC) that threw or rejected: ts/errors.ts gives back the JS error.
+        ErrorKind::Custom(_) if error.get_custom::<CallbackFailure>().is_some() => {
+            let CallbackFailure(id) = error.get_custom::<CallbackFailure>().unwrap();
+            json!({ "kind": "callbackFailure", "message": "the OIDC callback failed", "id": id })
         }
         ErrorKind::Authentication { message, .. } => match server_refusal(error) {
             // The server refused the login: its own error, as the official driver reports it

@@ -13,6 +13,7 @@ mod error;
 mod events;
 mod format;
 mod handover;
+mod oidc;
 mod operation;
 mod options;
 mod raw;

@@ -12,6 +12,7 @@ use napi_derive::napi;
 
 use crate::{
     batch::array_documents,
+    connect::{client_options, ConnectOptions},
     error::{Error, Result},
     format::{encode_documents, BatchOutput, DocumentBatch, SharedReply},
     task::{on_rayon, spawn},
@@ -53,4 +54,30 @@ pub fn test_panic(env: &Env, place: String) -> napi::Result<PromiseRaw<'_, ()>> 
 
 fn panic_now<T>(place: &str) -> Result<T> {
     panic!("rumongo test panic ({place})")
+}
+
+/// What the connection string path makes of `uri` with the name servers `dnsServers` (as
+/// `NativeClient.connect` gets them): the seed list, and the options a `mongodb+srv` TXT record
+/// can set, as JSON. A test can check the SRV and TXT lookups against a DNS server on loopback
+/// without connecting: the hosts an SRV record names must be subdomains, which only DNS resolves,
+/// and connections resolve names with the system resolver, which a test cannot point anywhere.
+#[napi(catch_unwind)]
+pub async fn test_resolve_connection_string(uri: String, dns_servers: Vec<String>) -> napi::Result<String> {
+    let options = ConnectOptions {
+        server_api: None,
+        driver_info: None,
+        password: None,
+        monitor_commands: None,
+        trace_commands: None,
+        dns_servers: Some(dns_servers),
+        oidc_human_callback: None,
+    };
+    let parsed = client_options(&uri, Some(options), None).await?;
+    let resolved = serde_json::json!({
+        "hosts": parsed.hosts.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "replicaSet": parsed.repl_set_name,
+        "authSource": parsed.credential.as_ref().and_then(|credential| credential.source.clone()),
+        "loadBalanced": parsed.load_balanced,
+    });
+    Ok(resolved.to_string())
 }

@@ -470,6 +470,27 @@ export class MongoServerSelectionError extends MongoSystemError {
 
 const NATIVE_ERROR_PREFIX = 'rumongo-error:'
 
+/**
+ * The errors of JS callbacks the native side called (the OIDC callback) that threw or rejected, by
+ * number, until the native error that reports them is turned back into them: the user gets the
+ * callback's own error, as from the official driver. Bounded: a failure no operation reports (a
+ * background connection's) is dropped once newer ones arrive.
+ */
+const callbackFailures = new Map<number, unknown>()
+const CALLBACK_FAILURES_KEPT = 16
+let nextCallbackFailure = 1
+
+/** Keeps `error`, a JS callback's failure, and returns the number the native side reports it by. */
+export function keepCallbackFailure(error: unknown): number {
+  const id = nextCallbackFailure++
+  callbackFailures.set(id, error)
+  for (const old of callbackFailures.keys()) {
+    if (callbackFailures.size <= CALLBACK_FAILURES_KEPT) break
+    callbackFailures.delete(old)
+  }
+  return id
+}
+
 interface NativeErrorPayload {
   kind: string
   message: string
@@ -480,6 +501,8 @@ interface NativeErrorPayload {
   /** A network error's system call (`connect`, `getaddrinfo`, `querySrv`) and server (`host:port`). */
   syscall?: string
   address?: string | null
+  /** A failed JS callback's number (`keepCallbackFailure`). */
+  id?: number
   /** A server-selection failure's topology. */
   topologyType?: string
   servers?: { address: string; type: string; error: NativeErrorPayload | null }[]
@@ -585,6 +608,12 @@ function fromPayload(payload: NativeErrorPayload): Error {
       return new MongoClientClosedError(message, options)
     case 'bson':
       return new BSONError(message)
+    case 'callbackFailure': {
+      const failure = callbackFailures.get(payload.id!)
+      if (failure === undefined) return new MongoOIDCError(message, options)
+      // Several operations may report one failure (the connections of a burst share a token).
+      return failure instanceof Error ? failure : new MongoOIDCError(String(failure), options)
+    }
     default:
       return new MongoRuntimeError(message, options)
   }

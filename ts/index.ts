@@ -28,6 +28,7 @@ export {
   type ClusterTime,
   type ServerSessionId,
 } from './session.js'
+export type { OIDCCallbackFunction, OIDCCallbackParams, OIDCResponse } from './auth.js'
 export { MongoDBNamespace } from './namespace.js'
 export type { ExplainCommandOptions } from './explain.js'
 export type { InheritableOptions } from './inherit.js'

@@ -10,6 +10,15 @@ import {
   type ResolvedBSONOptions,
 } from './bson.js'
 import type { Document } from 'bson'
+import { getServers } from 'node:dns'
+import {
+  checkAwsCredentials,
+  checkOidcOptions,
+  mechanismProperty,
+  nativeOidcCallback,
+  passwordFor,
+  takeOidcCallback,
+} from './auth.js'
 import {
   checkClientOptionNames,
   describeClientOptions,
@@ -274,6 +283,10 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
     if (value == null || isBSONOptionName(key)) continue
     const name = officialOptionName(key)!
     if (name === 'auth') {
+      // As the official driver: both keys present (a value may be undefined).
+      if (typeof value !== 'object' || !('username' in value) || !('password' in value)) {
+        throw new MongoParseError("credentials must be an object with 'username' and 'password' properties")
+      }
       const { username = '', password } = value as NonNullable<MongoClientOptions['auth']>
       userinfo =
         encodeURIComponent(username) + (password === undefined ? '' : `:${encodeURIComponent(password)}`)
@@ -330,16 +343,30 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
  */
 const PASSWORD_STAND_IN = 'redacted'
 
-/** The connection string with a stand-in for its password, and the password (decoded). */
-function separatePassword(uri: string): { uri: string; password: string | undefined } {
+/** The connection string with a stand-in for its password, the password and the user name (decoded). */
+function separatePassword(uri: string): {
+  uri: string
+  password: string | undefined
+  username: string | undefined
+} {
   const parsed = parseUri(uri)
   const separator = parsed.userinfo?.indexOf(':') ?? -1
-  if (separator < 0) return { uri, password: undefined }
+  if (separator < 0) {
+    const username = parsed.userinfo === undefined ? undefined : decodeURIComponent(parsed.userinfo)
+    return { uri, password: undefined, username }
+  }
   const username = parsed.userinfo!.slice(0, separator)
   return {
     uri: `${parsed.scheme}${username}:${PASSWORD_STAND_IN}@${parsed.hosts}${parsed.path}${parsed.query}`,
     password: decodeURIComponent(parsed.userinfo!.slice(separator + 1)),
+    username: decodeURIComponent(username),
   }
+}
+
+/** A connection-string option's value, whatever the case of its name. */
+function queryValue(query: URLSearchParams, name: string): string | undefined {
+  for (const [key, value] of query) if (officialOptionName(key) === name) return value
+  return undefined
 }
 
 /**
@@ -351,6 +378,9 @@ function separatePassword(uri: string): { uri: string; password: string | undefi
 export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   readonly #uri: string
   readonly #password: string | undefined
+  /** The `OIDC_CALLBACK` as the native side calls it, if one was given. */
+  readonly #oidcCallback: ReturnType<typeof nativeOidcCallback> | undefined
+  readonly #oidcHuman: boolean
   readonly #timeouts: ClientTimeouts
   readonly #defaultDb: string
   readonly #bsonOptions: ResolvedBSONOptions
@@ -386,14 +416,29 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     }
     this.#tracing = options.tracing ?? true
     const parsed = parseUri(url)
-    const resolved = resolveClientOptions(parsed, options)
+    // The OIDC callback is a function: it reaches the native side apart from the connection string.
+    const { options: uriOptions, oidc } = takeOidcCallback(options)
+    const resolved = resolveClientOptions(parsed, uriOptions)
     this.monitor = new ClientMonitor(this, (mask) => this.#connected?.setEventMask(mask), {
       monitorCommands: resolved.monitorCommands,
       logger: CommandLogger.resolve(options),
     })
     const separated = separatePassword(resolved.uri)
     this.#uri = separated.uri
-    this.#password = separated.password
+    const mechanism = queryValue(resolved.query, 'authMechanism') ?? ''
+    const properties = queryValue(resolved.query, 'authMechanismProperties')
+    checkAwsCredentials(mechanism, separated.username, separated.password !== undefined, properties)
+    checkOidcOptions(
+      mechanism,
+      separated.username,
+      separated.password !== undefined,
+      properties,
+      oidc !== undefined,
+    )
+    this.#password = passwordFor(separated.password, separated.username, mechanism)
+    this.#oidcCallback =
+      oidc && nativeOidcCallback(oidc, separated.username, mechanismProperty(properties, 'TOKEN_RESOURCE'))
+    this.#oidcHuman = oidc?.human ?? false
     this.#timeouts = resolved.timeouts
     this.#defaultDb = resolved.dbName ?? (decodeURIComponent(parsed.path.slice(1)) || 'test')
     this.#bsonOptions = resolveBSONOptions(
@@ -555,6 +600,10 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
       password: this.#password,
       monitorCommands: monitor.commandsWanted,
       traceCommands: tracing,
+      // A mongodb+srv string is resolved with the name servers node:dns uses, as the official
+      // driver resolves it (so dns.setServers() applies to both).
+      dnsServers: this.#uri.startsWith('mongodb+srv://') ? getServers() : undefined,
+      oidcHumanCallback: this.#oidcHuman,
     }
     const native = await callNative(() =>
       NativeClient.connect(
@@ -564,6 +613,7 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
         connectOptions,
         monitor.receive,
         monitor.mask,
+        this.#oidcCallback,
       ),
     )
     if (tracing) {

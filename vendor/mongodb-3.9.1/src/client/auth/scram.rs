@@ -286,6 +286,12 @@ impl ScramVersion {
         salt: &[u8],
     ) -> Result<Vec<u8>> {
         let normalized_password = match self {
+            // As the official Node driver (its `passwordDigest`): a user name without a password
+            // reaches this point with "" (the attempt's saslStart was sent), and SCRAM-SHA-1 refuses
+            // it here, where SCRAM-SHA-256 sends the proof and the server refuses it.
+            ScramVersion::Sha1 if password.is_empty() => {
+                return Err(Error::invalid_argument("Password cannot be empty"));
+            }
             ScramVersion::Sha1 => {
                 // nosemgrep: insecure-hashes
                 let mut md5 = Md5::new(); // mongodb rating: No Fix Needed
@@ -386,6 +392,9 @@ impl ClientFirst {
     fn new(source: &str, username: &str, include_db: bool, server_api: Option<ServerApi>) -> Self {
         let nonce = auth::generate_nonce();
         let gs2_header = format!("{NO_CHANNEL_BINDING},,");
+        // RFC 5802 section 5.1: `=` and `,` in the user name are sent as `=3D` and `=2C` (the
+        // server decodes them); unescaped, a `,` ended the name early and the login failed.
+        let username = username.replace('=', "=3D").replace(',', "=2C");
         let bare = format!("{USERNAME_KEY}={username},{NONCE_KEY}={nonce}");
         let full = format!("{gs2_header}{bare}");
         let end = full.len();

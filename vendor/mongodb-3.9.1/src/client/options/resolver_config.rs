@@ -72,4 +72,23 @@ impl ResolverConfig {
             inner: HickoryResolverConfig::udp_and_tcp(&hickory_resolver::config::QUAD9),
         }
     }
+
+    /// Creates a configuration that asks the name servers at `addresses` (UDP, then TCP for a
+    /// truncated answer, each at its address's port): the servers an application configured for
+    /// itself, such as Node.js's `dns.getServers()`, or a test's resolver on a loopback port.
+    pub fn with_name_servers(addresses: &[std::net::SocketAddr]) -> Self {
+        let name_servers = addresses
+            .iter()
+            .map(|address| {
+                let mut server = hickory_resolver::config::NameServerConfig::udp_and_tcp(address.ip());
+                for connection in &mut server.connections {
+                    connection.port = address.port();
+                }
+                server
+            })
+            .collect();
+        ResolverConfig {
+            inner: HickoryResolverConfig::from_parts(None, vec![], name_servers),
+        }
+    }
 }

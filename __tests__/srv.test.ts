@@ -1,0 +1,133 @@
+// `mongodb+srv://`: the seed list from SRV records and the options of the TXT record (authSource,
+// replicaSet, loadBalanced), and srvMaxHosts, from a DNS server on loopback
+// (setup/dns_server.ts) that both drivers ask: the official driver through node:dns
+// (dns.setServers), rumongo through the name servers node:dns reports (dns.getServers()).
+// The names are under `.test` (RFC 6761, for testing; the Rust driver's resolver answers `.invalid`
+// itself without asking): an SRV record must name subdomains of the cluster's domain, which no hosts
+// file resolves, so connections fail the same way in both drivers, and the rest of what the lookup
+// gave is compared on what rumongo's connection string path made of it (a test hook).
+import dns from 'node:dns'
+import { createRequire } from 'node:module'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MongoClient as OfficialClient } from 'mongodb'
+import { MongoClient, MongoNetworkError } from 'rumongo'
+import { startDnsServer, type DnsServer } from './setup/dns_server.js'
+
+const requireCjs = createRequire(import.meta.url)
+const { testResolveConnectionString } = requireCjs('../dist/native.cjs') as {
+  testResolveConnectionString(uri: string, dnsServers: string[]): Promise<string>
+}
+
+const HOSTS = ['host1.srv.test:27017', 'host2.srv.test:27018', 'host3.srv.test:27019']
+const target = (host: string) => ({ name: host.split(':')[0]!, port: Number(host.split(':')[1]) })
+
+let server: DnsServer
+let systemServers: string[]
+
+beforeAll(async () => {
+  server = await startDnsServer({
+    srv: {
+      '_mongodb._tcp.rs.srv.test': HOSTS.map(target),
+      '_mongodb._tcp.sharded.srv.test': HOSTS.map(target),
+      '_mongodb._tcp.lb.srv.test': [target('balancer.srv.test:27017')],
+    },
+    txt: {
+      'rs.srv.test': ['replicaSet=rs0&authSource=users'],
+      'sharded.srv.test': ['authSource=users'],
+      'lb.srv.test': ['loadBalanced=true'],
+    },
+  })
+  systemServers = dns.getServers()
+  dns.setServers([server.address])
+})
+
+afterAll(async () => {
+  dns.setServers(systemServers)
+  await server.stop()
+})
+
+interface Resolved {
+  hosts: string[]
+  replicaSet?: string
+  authSource?: string
+  loadBalanced: boolean
+}
+
+/** What the official driver made of `uri` (it resolves the SRV record in `connect()`). */
+async function officialResolved(uri: string): Promise<Resolved> {
+  const client = new OfficialClient(uri)
+  await client.connect().catch(() => undefined)
+  await client.close()
+  const { hosts, replicaSet, credentials, loadBalanced } = client.options
+  return { hosts: hosts.map(String), replicaSet, authSource: credentials?.source, loadBalanced }
+}
+
+/** What rumongo's connection string path made of `uri`, with the name servers node:dns uses. */
+async function rumongoResolved(uri: string): Promise<Resolved> {
+  const resolved = JSON.parse(await testResolveConnectionString(uri, dns.getServers()))
+  return {
+    hosts: resolved.hosts,
+    replicaSet: resolved.replicaSet ?? undefined,
+    authSource: resolved.authSource ?? undefined,
+    loadBalanced: resolved.loadBalanced ?? false,
+  }
+}
+
+describe('mongodb+srv', () => {
+  it('asks the DNS server dns.setServers names, on the connection path, as the official driver', async () => {
+    // The load balancer the records name does not resolve (no hosts file has it), so both drivers
+    // fail on it, at once (a load-balanced topology selects no server): after the SRV and TXT
+    // lookups, which rumongo made through the name servers of node:dns.
+    const failures = []
+    for (const Client of [OfficialClient, MongoClient]) {
+      const questions = server.questions.length
+      const client = new Client('mongodb+srv://lb.srv.test/?serverSelectionTimeoutMS=500')
+      failures.push(
+        await client.connect().then(
+          () => undefined,
+          (error: unknown) => error as MongoNetworkError,
+        ),
+      )
+      await client.close()
+      expect(server.questions.slice(questions).sort()).toEqual([
+        'SRV _mongodb._tcp.lb.srv.test',
+        'TXT lb.srv.test',
+      ])
+    }
+    const [official, rumongo] = failures
+    expect(rumongo).toBeInstanceOf(MongoNetworkError)
+    expect(rumongo?.name).toBe(official?.name)
+    expect((rumongo?.cause as NodeJS.ErrnoException | undefined)?.code).toBe('ENOTFOUND')
+    expect((official?.cause as NodeJS.ErrnoException | undefined)?.code).toBe('ENOTFOUND')
+  })
+
+  it.each([
+    ['a replica set and authSource from TXT', 'mongodb+srv://u:p@rs.srv.test/'],
+    ['authSource from TXT', 'mongodb+srv://u:p@sharded.srv.test/'],
+    [
+      'an authSource of the connection string over TXT',
+      'mongodb+srv://u:p@sharded.srv.test/?authSource=admin',
+    ],
+    ['loadBalanced from TXT', 'mongodb+srv://lb.srv.test/'],
+  ])('reads %s as the official driver', async (_, uri) => {
+    const timeout = `${uri.includes('?') ? '&' : '?'}serverSelectionTimeoutMS=200`
+    const official = await officialResolved(uri + timeout)
+    const rumongo = await rumongoResolved(uri)
+    expect({ ...rumongo, hosts: rumongo.hosts.sort() }).toEqual({ ...official, hosts: official.hosts.sort() })
+  })
+
+  it('keeps srvMaxHosts of the hosts, as the official driver', async () => {
+    // The official driver lists every host in client.options; the servers it opens are the ones kept.
+    const official = new OfficialClient(
+      'mongodb+srv://sharded.srv.test/?srvMaxHosts=2&serverSelectionTimeoutMS=200',
+    )
+    const opened: string[] = []
+    official.on('serverOpening', (event) => opened.push(event.address))
+    await official.connect().catch(() => undefined)
+    await official.close()
+    const rumongo = await rumongoResolved('mongodb+srv://sharded.srv.test/?srvMaxHosts=2')
+    expect(opened).toHaveLength(2)
+    expect(rumongo.hosts).toHaveLength(2)
+    for (const host of [...opened, ...rumongo.hosts]) expect(HOSTS).toContain(host)
+  })
+})
