@@ -98,8 +98,30 @@ const CHECKED_ARITHMETIC_MESSAGES: [&str; 2] = [
 /// `client/executor.rs`).
 const COMMAND_ERROR_WITHOUT_CODE: &str = "error deserializing command error:";
 
+/// The labels the official driver can add to an error itself, in the order it adds them (a network
+/// error of a command: `RetryableWriteError`, then `ResetPool`). The crate keeps labels in a set.
+const LABEL_ORDER: [&str; 6] = [
+    "RetryableWriteError",
+    "TransientTransactionError",
+    "UnknownTransactionCommitResult",
+    "ResumableChangeStreamError",
+    "HandshakeError",
+    "ResetPool",
+];
+
+/// An error's labels in a stable order: the official driver's own (`LABEL_ORDER`) first, then the
+/// others (the server's) by name.
+fn ordered_labels(error: &mongodb::error::Error) -> Vec<&String> {
+    let mut labels: Vec<&String> = error.labels().iter().collect();
+    labels.sort_by_key(|label| {
+        let rank = LABEL_ORDER.iter().position(|known| known == label);
+        (rank.unwrap_or(LABEL_ORDER.len()), label.as_str())
+    });
+    labels
+}
+
 fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
-    let labels: Vec<&String> = error.labels().iter().collect();
+    let labels = ordered_labels(error);
     let message = error.kind.to_string();
     match error.kind.as_ref() {
         ErrorKind::Command(command) => json!({
@@ -147,6 +169,11 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
             dns_payload(message).unwrap_or_else(|| json!({ "kind": "parse", "message": message }))
         }
         ErrorKind::InvalidTlsConfig { message, .. } => json!({ "kind": "parse", "message": message }),
+        // A load balancer whose hello has no `serviceId`: the crate's message is the official
+        // driver's, behind its own "The server does not support a database operation: ".
+        ErrorKind::IncompatibleServer { message, .. } => {
+            json!({ "kind": "compatibility", "message": message })
+        }
         ErrorKind::Shutdown => json!({ "kind": "closed", "message": "client is closed", "what": "client" }),
         _ => json!({ "kind": "driver", "message": message, "errorLabels": labels }),
     }
