@@ -254,13 +254,25 @@ fn server_selection_payload(message: &str) -> serde_json::Value {
         .collect();
     json!({
         "kind": "serverSelection",
-        "message": format!(
-            "Server selection timed out: {}",
-            summary.trim_start_matches("Server selection timeout: ")
-        ),
+        "message": selection_timeout_message(summary),
         "topologyType": topology_type,
         "servers": servers,
     })
+}
+
+/// The official driver's message for a selection that found no suitable server: `Server
+/// selection timed out after 3000 ms` (the vendored crate starts its own with it, then says why in
+/// its own terms, a Rust debug dump of the read preference among them).
+fn selection_timeout_message(summary: &str) -> String {
+    match summary.split_once(" ms: ") {
+        Some((timed_out, _)) if timed_out.starts_with("Server selection timed out after ") => {
+            format!("{timed_out} ms")
+        }
+        _ => format!(
+            "Server selection timed out: {}",
+            summary.trim_start_matches("Server selection timeout: ")
+        ),
+    }
 }
 
 /// One server of a topology's text: `h:p, Type: Unknown, Error: Kind: ..., labels: {...}, ...`.
