@@ -134,12 +134,28 @@ export class FakeServer {
   }
 }
 
-/** Query options every fake deployment's connection string starts with: quick checks and failures. */
-const QUICK = 'heartbeatFrequencyMS=500&serverSelectionTimeoutMS=3000'
+/**
+ * Query options every fake deployment's connection string starts with: quick checks, and a
+ * selection timeout that a loaded machine's late heartbeat cannot reach.
+ */
+const QUICK = 'heartbeatFrequencyMS=500&serverSelectionTimeoutMS=10000'
 
+/**
+ * `mongodb://<servers>/?<query>`, the query's parts joined in order; an option given again
+ * replaces the earlier one (drivers refuse an option twice), but for `readPreferenceTags`.
+ */
 function connectionString(servers: FakeServer[], query: string[]): string {
   const hosts = servers.map((server) => server.address).join(',')
-  return `mongodb://${hosts}/?${query.filter((part) => part !== '').join('&')}`
+  const options = new Map<string, string>()
+  for (const part of query.join('&').split('&')) {
+    if (part === '') continue
+    const name = part.split('=')[0]!.toLowerCase()
+    // readPreferenceTags is the one option given several times (one tag set each).
+    const key = name === 'readpreferencetags' ? `${name}#${options.size}` : name
+    options.delete(key) // the last one given, in its place
+    options.set(key, part)
+  }
+  return `mongodb://${hosts}/?${[...options.values()].join('&')}`
 }
 
 export interface MemberOptions {
@@ -170,7 +186,8 @@ export interface ReplicaSet {
   readonly primary: Member | undefined
   /**
    * A connection string naming every member with `replicaSet`, quick checks
-   * (heartbeatFrequencyMS=500, serverSelectionTimeoutMS=3000) and `query` appended.
+   * (heartbeatFrequencyMS=500, serverSelectionTimeoutMS=10000) and `query` appended (its options
+   * replace those).
    */
   uri(query?: string): string
   /** `member` wins an election: it reports itself primary under a new electionId, the others follow. */
@@ -258,7 +275,7 @@ function electionId(term: number): ObjectId {
 /** Several fake mongos of one sharded cluster. */
 export interface MongosGroup {
   readonly servers: FakeServer[]
-  /** A connection string naming every mongos, with quick checks and `query` appended. */
+  /** A connection string naming every mongos, with quick checks and `query` appended (as `ReplicaSet.uri`). */
   uri(query?: string): string
 }
 
@@ -304,6 +321,6 @@ export async function startLoadBalancer(options: LoadBalancerOptions = {}): Prom
     serviceId,
     handshakes,
     uri: (query = '') =>
-      connectionString([server], ['loadBalanced=true', 'serverSelectionTimeoutMS=3000', query]),
+      connectionString([server], ['loadBalanced=true', 'serverSelectionTimeoutMS=10000', query]),
   }) as LoadBalancer
 }
