@@ -250,7 +250,7 @@ describe('findCursor on the real server', () => {
     expectIdentical(await reads(ours().find(filter, options)), await reads(theirs().find(filter, options)))
   })
 
-  it('addCursorFlag: the official checks and errors; noCursorTimeout is sent, partial taken, tailable refused', async () => {
+  it('addCursorFlag: the official checks and errors; noCursorTimeout is sent, partial taken, exhaust refused', async () => {
     const filter = { n: { $lt: 200 } }
     const outcome = (set: () => unknown) => {
       try {
@@ -309,8 +309,8 @@ describe('findCursor on the real server', () => {
       await both(ours().aggregate([{ $match: filter }, { $sort: { n: 1 } }])),
       await both(theirs().aggregate([{ $match: filter }, { $sort: { n: 1 } }])),
     )
-    expect(() => ours().find(filter).addCursorFlag('tailable', true)).toThrow(
-      new MongoInvalidArgumentError('rumongo does not support the cursor flag "tailable"'),
+    expect(() => ours().find(filter).addCursorFlag('exhaust', true)).toThrow(
+      new MongoInvalidArgumentError('rumongo does not support the cursor flag "exhaust"'),
     )
   })
 

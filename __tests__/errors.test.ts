@@ -81,7 +81,7 @@ describe('invalid arguments', () => {
     [
       'a session',
       () => collection.find({}, { session: {} } as never),
-      /does not support the find option "session"/,
+      /find option "session" must be a ClientSession of rumongo's client.startSession\(\), got an object/,
     ],
     [
       'a non-boolean BSON option',

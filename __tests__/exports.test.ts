@@ -18,6 +18,7 @@ const READ_PATH_EXPORTS = [
   'Db',
   'ListCollectionsCursor',
   'ListIndexesCursor',
+  'ClientSession',
   ...Object.keys(official).filter(
     (name) =>
       /^Mongo.*Error$/.test(name) &&

@@ -2,6 +2,7 @@
 // instances read the same data, one with the plugin and one without: every result must be the
 // same value for value and type for type, and the official driver's command monitoring on the
 // plugin's side must show no read command except the fallbacks the plugin counted.
+import { once } from 'node:events'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import mongoose, { Schema, type Connection } from 'mongoose'
 import { MongoClient, MongoInvalidArgumentError, mongoosePlugin, type MongooseFallback } from 'rumongo'
@@ -253,6 +254,47 @@ describe('mongoosePlugin serves the reads with the results Mongoose gets without
       const docs = [await cursor.next(), await cursor.next()]
       await cursor.close()
       return docs
+    })
+  })
+
+  it("the driver cursor under QueryCursor emits 'close' as the official one does (destroy, close, end, rewind)", async () => {
+    await same(async (side) => {
+      const seen: string[] = []
+      // destroy() (Mongoose's gh-14966): the driver cursor closes and says so.
+      const stream: any = await side.Book.find().sort({ title: 1 }).cursor()
+      stream.cursor.on('close', () => seen.push('destroyed'))
+      stream.destroy()
+      await once(stream.cursor, 'close')
+      seen.push(`closed ${stream.cursor.closed}`)
+      // Read to the end: one 'close' once the server has no more, none after; rewind arms it again.
+      const cursor: any = side.Book.find({ pages: { $lt: 150 } })
+        .sort({ title: 1 })
+        .batchSize(3)
+        .lean()
+        .cursor()
+      const docs = [await cursor.next()]
+      cursor.cursor.on('close', () => seen.push(`end after ${docs.length}`))
+      for (let doc = await cursor.next(); doc !== null; doc = await cursor.next()) docs.push(doc)
+      await cursor.next()
+      await cursor.close()
+      seen.push(`ended ${cursor.cursor.listenerCount('close')}`)
+      // close() of a cursor never read: 'close' once, even when closed twice.
+      const unread: any = side.Book.find().lean().cursor()
+      await once(unread, 'cursor')
+      unread.cursor.on('close', () => seen.push('unread closed'))
+      await unread.close()
+      await unread.cursor.close()
+      // rewind() runs the query again: one more 'close' at its end.
+      const rewound: any = side.Book.find({ pages: { $lt: 150 } })
+        .lean()
+        .cursor()
+      await once(rewound, 'cursor')
+      rewound.cursor.on('close', () => seen.push('run ended'))
+      while ((await rewound.next()) !== null);
+      rewound.rewind()
+      while ((await rewound.next()) !== null);
+      await rewound.close()
+      return { seen, docs }
     })
   })
 

@@ -25,6 +25,8 @@ const SAMPLES: Record<Kind, unknown> = {
   readConcern: { level: 'local' },
   timeoutMode: 'cursorLifetime',
   explain: false,
+  // A session number no client has: Rust takes the key and refuses the value.
+  session: 999_999,
 }
 
 const dbName = uniqueDbName('option_schema')

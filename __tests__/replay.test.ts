@@ -436,6 +436,44 @@ describe('small reads: _id equality, countDocuments, distinct', () => {
     expectIdentical(await rumongoOrders().find({ _id: id }, options), projected)
   })
 
+  it('find({ _id: { $in } }) of consecutive documents (what populate sends): those documents in _id order', async () => {
+    const ids = [12, 10, 11, 12, 13].map(objectId)
+    // ObjectIds that are no generated _id match nothing, wherever they stand in the list.
+    const otherIds = missing.slice(2)
+    const inIds = (list: ObjectId[], options = {}) =>
+      orders()
+        .find({ _id: { $in: list } }, options)
+        .toArray()
+    const found = await inIds([...ids, ...otherIds])
+    expect(found.map((doc) => doc.n)).toEqual([10, 11, 12, 13])
+    expect(found[0]).toEqual(await orders().findOne({ _id: objectId(10) }))
+    const many = Array.from({ length: 300 }, (_, k) => objectId(1000 + k)).reverse()
+    const served = await inIds(many, { skip: 5, limit: 200 })
+    expect(served.map((doc) => doc.n)).toEqual(Array.from({ length: 200 }, (_, k) => 1005 + k))
+    expectIdentical(
+      await rumongoOrders()
+        .find({ _id: { $in: many } })
+        .toArray(),
+      await inIds(many),
+    )
+    expect(await inIds(otherIds)).toEqual([])
+    expect(await inIds([objectId(DOCS)])).toEqual([])
+    expect(await inIds([])).toEqual([])
+    // Not consecutive, not ObjectIds, or another operator beside $in: refused, never approximated.
+    const badValue = { code: 2, codeName: 'BadValue' }
+    const refused = [
+      { $in: [objectId(1), objectId(3)] },
+      // Not consecutive either: the filter is read before the collection's size is known.
+      { $in: [objectId(DOCS - 1), objectId(DOCS + 1)] },
+      { $in: [objectId(1), 'x'] },
+      { $in: [objectId(1)], $nin: [] },
+      { $nin: [objectId(1)] },
+    ]
+    for (const condition of refused) {
+      await expect(orders().find({ _id: condition }).toArray()).rejects.toMatchObject(badValue)
+    }
+  })
+
   it('rumongo Model.findById: the same document as the official findOne', async () => {
     const Order = Model.define(rumongoOrders(), ['_id', 'n', 'status', 'region', 'total', 'at', 'customer'])
     for (const index of [0, 4321, DOCS - 1]) {

@@ -23,6 +23,7 @@ import {
   summarizeRuns,
 } from './lib/report.mjs'
 import { measureSmallReads, smallReadsSection } from './lib/small_reads.mjs'
+import { measureMongoosePlugin, mongoosePluginSection } from './lib/mongoose_plugin.mjs'
 import { updateSummary } from './summary.mjs'
 import { chooseTargets, startTarget } from './lib/targets.mjs'
 import { planFor, queryFor } from './lib/workloads.mjs'
@@ -157,6 +158,18 @@ async function measureDecoding({ quick }, replay, progress) {
   }
 }
 
+/** The change-stream bench (bench/change_stream.mjs: its own fake server, no target needed). */
+async function measureChangeStreams({ quick }, progress) {
+  const report = await runChild('change_stream.mjs', quick ? ['--quick'] : [])
+  if (report.ok) return report
+  progress(`change-stream bench FAILED\n${report.error}`)
+  return {
+    ok: false,
+    markdown: `## Change streams\n\nFAILED: ${report.error.split('\n')[0]}`,
+    error: report.error,
+  }
+}
+
 /** A target's markdown section. */
 function targetSection({ name, description, rows, startError }) {
   const body = startError ? `FAILED to start: ${startError}` : `${description}\n\n${markdownTable(rows)}`
@@ -183,6 +196,11 @@ async function runTarget(name, options, { progress, publish }) {
     const result = { name, description: target.description, rows }
     // A filter that selects none of the target's cells (e.g. --filter small) leaves out its table.
     if (rows.length > 0 || !options.filter) publish(targetSection(result))
+    if (name === 'replay') {
+      // Mongoose with and without rumongo's plugin, beside the Model rows (its own replay server).
+      result.mongoosePlugin = await measureMongoosePlugin(options, progress)
+      if (result.mongoosePlugin) publish(mongoosePluginSection(result.mongoosePlugin))
+    }
     result.smallReads = await measureSmallReads(target, options, progress)
     if (result.smallReads.length > 0) publish(smallReadsSection(target, result.smallReads, options.quick))
     const decoding =
@@ -248,7 +266,22 @@ async function main() {
     publish(decoding.markdown)
   }
 
-  const raw = { mode, machine, addon: profile, features: [...features], targets, decoding: decoding?.data }
+  // The change-stream bench runs without a filter or with --filter watch.
+  let changeStreams
+  if (!options.filter || 'watch'.includes(options.filter)) {
+    changeStreams = await measureChangeStreams(options, progress)
+    publish(changeStreams.markdown)
+  }
+
+  const raw = {
+    mode,
+    machine,
+    addon: profile,
+    features: [...features],
+    targets,
+    decoding: decoding?.data,
+    changeStreams: changeStreams?.data,
+  }
   progress(`results written to ${writeResults(machine, sections, raw)}`)
   // A full run (filtered or not) refreshes the rows it measured in BENCHMARKS.md's "Where it
   // stands", the block between its markers; a failure there loses no result.
@@ -265,7 +298,14 @@ async function main() {
   if (distFingerprint() !== startFingerprint) {
     progress('WARNING: dist/ was rebuilt during the run (by another process?): rows noting it are suspect')
   }
-  if (failedCells > 0 || targets.some((target) => target.startError) || decoding?.ok === false) {
+  const mongooseFailed = targets.some((target) => target.mongoosePlugin?.error)
+  if (
+    failedCells > 0 ||
+    mongooseFailed ||
+    targets.some((target) => target.startError) ||
+    decoding?.ok === false ||
+    changeStreams?.ok === false
+  ) {
     process.exitCode = 1
   }
 }

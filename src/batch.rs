@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 use crate::{
     error::{Error, Result},
     format::{encode_documents, BatchOutput, DocumentBatch, SharedReply},
+    handover::Bytes,
     raw::{cstring_end, document_length},
     task::{catching_panics, on_rayon, send_from_rayon},
 };
@@ -100,11 +101,15 @@ pub fn encode_reply_in_parts(
     let cursor_id = reply_cursor_id(&batch)?;
     let has_more = !last && cursor_id != 0;
     let count = parts.len();
-    let finish = move |encoded: Result<DocumentBatch>, index: usize| {
+    // Only on the last part: the token stands for the point after the reply's last document.
+    let mut resume = resume_fields(&batch);
+    let mut last_part_fields = move |index: usize| (index + 1 == count).then(|| resume.take()).flatten();
+    let finish = move |encoded: Result<DocumentBatch>, index: usize, resume: Option<Vec<u8>>| {
         encoded.map(|batch| DocumentBatch {
             has_more: has_more || index + 1 < count,
             reply_parts_left: (count - index - 1) as u32,
             cursor_id: Some(cursor_id.into()),
+            resume_fields: resume.map(Bytes),
             ..batch
         })
     };
@@ -125,10 +130,12 @@ pub fn encode_reply_in_parts(
     // The others start once the first is done: started at once, they took the cores the first
     // needed (a 50-document part waited up to 1 ms).
     let encode_first = move || {
-        let first = catching_panics(|| finish(encode(&first_part), 0));
+        let first_fields = last_part_fields(0);
+        let first = catching_panics(|| finish(encode(&first_part), 0, first_fields));
         for ((index, ranges), sender) in senders {
             let encode = encode.clone();
-            send_from_rayon(sender, move || finish(encode(&ranges), index));
+            let fields = last_part_fields(index);
+            send_from_rayon(sender, move || finish(encode(&ranges), index, fields));
         }
         first
     };
@@ -147,7 +154,36 @@ fn encode_reply(
     let cursor_id = reply_cursor_id(batch)?;
     encoded.has_more = !last && cursor_id != 0;
     encoded.cursor_id = Some(cursor_id.into());
+    encoded.resume_fields = resume_fields(batch).map(Bytes);
     Ok(encoded)
+}
+
+/// The fields of a change stream's reply it resumes from (`DocumentBatch::resume_fields`), as a
+/// BSON document built here: its `postBatchResumeToken` and `operationTime`. `None` for a reply
+/// without the token, which every change stream reply has (servers from 4.0.7): a find's or an
+/// aggregate's batches on a replica set, which carry an `operationTime`, get no Buffer to create.
+fn resume_fields(batch: &RawBatch) -> Option<Vec<u8>> {
+    let reply = batch.as_raw_document();
+    let token = reply
+        .get_document("cursor")
+        .ok()?
+        .get_document("postBatchResumeToken")
+        .ok()?;
+    let operation_time = reply.get_timestamp("operationTime").ok();
+    let mut fields = vec![0; 4];
+    fields.push(0x03);
+    fields.extend_from_slice(b"postBatchResumeToken\0");
+    fields.extend_from_slice(token.as_bytes());
+    if let Some(time) = operation_time {
+        fields.push(0x11);
+        fields.extend_from_slice(b"operationTime\0");
+        fields.extend_from_slice(&time.increment.to_le_bytes());
+        fields.extend_from_slice(&time.time.to_le_bytes());
+    }
+    fields.push(0);
+    let length = fields.len() as i32;
+    fields[..4].copy_from_slice(&length.to_le_bytes());
+    Some(fields)
 }
 
 /// Whether the server closed the cursor with this reply (a malformed reply counts as not).

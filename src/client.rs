@@ -14,6 +14,7 @@ use crate::{
     deadline::{ClientTimeouts, PoolGate},
     error::Error,
     events::{EventCallback, Monitor},
+    session::{start_session, NativeSession},
     task::spawn,
 };
 
@@ -86,6 +87,22 @@ impl NativeClient {
         })
     }
 
+    /// Starts an explicit session (`client.startSession()`); no I/O.
+    #[napi(catch_unwind)]
+    pub fn start_session(
+        &self,
+        causal_consistency: Option<bool>,
+        snapshot: Option<bool>,
+    ) -> napi::Result<NativeSession> {
+        let client = self.state.client()?;
+        Ok(start_session(
+            &client,
+            &self.state.sessions,
+            causal_consistency,
+            snapshot,
+        )?)
+    }
+
     /// Sets which monitoring events JS listens to (bits in `monitoringEventNames()` order).
     #[napi(catch_unwind)]
     pub fn set_event_mask(&self, mask: u32) {
@@ -140,6 +157,8 @@ impl NativeClient {
                 // A cursor still busy after the grace period is dropped with the client instead.
                 let _ = tokio::time::timeout(CLOSE_GRACE, slot.close_for_client()).await;
             }
+            // Their server sessions go back to the pool, which the shutdown ends (`endSessions`).
+            state.sessions.end_all().await;
             // A non-immediate shutdown waits for the killCursors of the cursors just closed.
             if tokio::time::timeout(CLOSE_GRACE, client.clone().shutdown())
                 .await

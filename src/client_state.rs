@@ -4,13 +4,12 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use mongodb::raw_batch_cursor::RawBatchCursor;
-
 use crate::{
     cursor::{CursorOwner, NativeCursor, OpenCursors, OpenedCursor},
     deadline::{ClientTimeouts, CursorTimeout, PoolGate},
     error::{Error, Result},
     format::BatchOutput,
+    session::{DriverCursor, Sessions},
 };
 
 /// State shared by a client and every database, collection and cursor made from it.
@@ -21,6 +20,8 @@ pub struct ClientState {
     pub timeouts: ClientTimeouts,
     /// Slots of the connection pool: every step that may need a connection takes one first.
     pub pool: PoolGate,
+    /// The explicit sessions its reads may name (`session.rs`); its `close()` ends them.
+    pub sessions: Arc<Sessions>,
 }
 
 impl ClientState {
@@ -43,7 +44,7 @@ impl ClientState {
     /// registered so that `close()` kills it.
     pub async fn open_cursor(
         self: &Arc<Self>,
-        cursor: RawBatchCursor,
+        cursor: DriverCursor,
         single_batch: bool,
         output: BatchOutput,
         timeout: CursorTimeout,
@@ -58,6 +59,7 @@ impl ClientState {
             cursors: OpenCursors::default(),
             timeouts,
             pool,
+            sessions: Arc::default(),
         }
     }
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bson::{doc, Bson, Document};
 use mongodb::options::{
-    AggregateOptions, CountOptions, DistinctOptions, EstimatedDocumentCountOptions, FindOptions,
+    AggregateOptions, CountOptions, CursorType, DistinctOptions, EstimatedDocumentCountOptions, FindOptions,
 };
 use napi::{
     bindgen_prelude::{Buffer, PromiseRaw},
@@ -19,6 +19,7 @@ use crate::{
     format::BatchOutput,
     operation::{CursorStart, Opens, Operation, ReadyOperation},
     options::{document_from_bytes, OperationOptions},
+    session::{DriverCursor, SessionSlot},
 };
 
 #[napi]
@@ -69,7 +70,10 @@ impl NativeCollection {
         find.read_concern = taken.read_concern()?;
         find.no_cursor_timeout = taken.bool("noCursorTimeout")?;
         find.allow_partial_results = taken.bool("allowPartialResults")?;
+        find.cursor_type = cursor_type(taken)?;
+        find.max_await_time = taken.millis("maxAwaitTimeMS")?;
         let mut single_batch = taken.bool("singleBatch")?.unwrap_or(false);
+        let session = operation.session()?;
         let operation = operation.limits(Opens::Cursor)?;
         find.max_time = operation.max_time(find.max_time);
         // The crate sends `singleBatch` for a negative limit (CRUD spec); without a limit the
@@ -82,7 +86,7 @@ impl NativeCollection {
         }
         // Positive: enforced on the client too (a negative one asks for a single batch).
         let limit = find.limit.filter(|limit| *limit > 0).map(|limit| limit as u64);
-        let input = (self.collection.clone(), filter, find);
+        let input = (self.collection.clone(), filter, find, session);
         let start = CursorStart {
             output,
             single_batch,
@@ -92,8 +96,16 @@ impl NativeCollection {
             env,
             true,
             input,
-            |(collection, filter, find)| async move {
-                Ok(collection.find(filter).with_options(find).batch().await?)
+            |(collection, filter, find, session)| async move {
+                let find = collection.find(filter).with_options(find);
+                Ok(match session {
+                    None => find.batch().await?.into(),
+                    Some(slot) => {
+                        let mut session = slot.take().await?;
+                        let cursor = find.session(&mut *session).batch().await?;
+                        DriverCursor::Explicit(cursor, slot)
+                    }
+                })
             },
             start,
         )
@@ -113,18 +125,23 @@ impl NativeCollection {
             stages,
             aggregate,
             retryable,
+            session,
         } = Aggregate::begin(&self.client, pipeline, options)?;
-        let input = (self.collection.clone(), stages, aggregate);
+        let input = (self.collection.clone(), stages, aggregate, session);
         operation.open_cursor(
             env,
             retryable,
             input,
-            |(collection, stages, aggregate)| async move {
-                Ok(collection
-                    .aggregate(stages)
-                    .with_options(aggregate)
-                    .batch()
-                    .await?)
+            |(collection, stages, aggregate, session)| async move {
+                let aggregate = collection.aggregate(stages).with_options(aggregate);
+                Ok(match session {
+                    None => aggregate.batch().await?.into(),
+                    Some(slot) => {
+                        let mut session = slot.take().await?;
+                        let cursor = aggregate.session(&mut *session).batch().await?;
+                        DriverCursor::Explicit(cursor, slot)
+                    }
+                })
             },
             CursorStart::reading(output),
         )
@@ -150,15 +167,20 @@ impl NativeCollection {
         count.comment = taken.any("comment");
         count.selection_criteria = taken.read_preference()?;
         count.read_concern = taken.read_concern()?;
+        let session = operation.session()?;
         let operation = operation.limits(Opens::NoCursor)?;
         count.max_time = operation.max_time(count.max_time);
-        let input = (self.collection.clone(), filter, count);
+        let input = (self.collection.clone(), filter, count, session);
         operation.run(
             env,
             true,
             input,
-            |(collection, filter, count)| async move {
-                Ok(collection.count_documents(filter).with_options(count).await?)
+            |(collection, filter, count, session)| async move {
+                let count = collection.count_documents(filter).with_options(count);
+                Ok(match session {
+                    None => count.await?,
+                    Some(slot) => count.session(&mut *slot.take().await?).await?,
+                })
             },
             |count| Ok(count as f64),
         )
@@ -178,18 +200,20 @@ impl NativeCollection {
         estimate.comment = taken.any("comment");
         estimate.selection_criteria = taken.read_preference()?;
         estimate.read_concern = taken.read_concern()?;
+        let session = operation.session()?;
         let operation = operation.limits(Opens::NoCursor)?;
         estimate.max_time = operation.max_time(estimate.max_time);
-        let input = (self.collection.clone(), estimate);
+        let input = (self.collection.clone(), estimate, session);
         operation.run(
             env,
             true,
             input,
-            |(collection, estimate)| async move {
-                Ok(collection
-                    .estimated_document_count()
-                    .with_options(estimate)
-                    .await?)
+            |(collection, estimate, session)| async move {
+                let estimate = collection.estimated_document_count().with_options(estimate);
+                Ok(match session {
+                    None => estimate.await?,
+                    Some(slot) => estimate.session(&mut *slot.take().await?).await?,
+                })
             },
             |count| Ok(count as f64),
         )
@@ -214,15 +238,20 @@ impl NativeCollection {
         distinct.hint = taken.hint()?;
         distinct.selection_criteria = taken.read_preference()?;
         distinct.read_concern = taken.read_concern()?;
+        let session = operation.session()?;
         // No maxTimeMS derived from timeoutMS here: FerretDB rejects the field on `distinct`.
         let operation = operation.limits(Opens::NoCursor)?;
-        let input = (self.collection.clone(), key, filter, distinct);
+        let input = (self.collection.clone(), key, filter, distinct, session);
         operation.run(
             env,
             true,
             input,
-            |(collection, key, filter, distinct)| async move {
-                Ok(collection.distinct(key, filter).with_options(distinct).await?)
+            |(collection, key, filter, distinct, session)| async move {
+                let distinct = collection.distinct(key, filter).with_options(distinct);
+                Ok(match session {
+                    None => distinct.await?,
+                    Some(slot) => distinct.session(&mut *slot.take().await?).await?,
+                })
             },
             |values| Ok(doc! { "values": values }.to_vec()?.into()),
         )
@@ -236,6 +265,8 @@ pub struct Aggregate {
     pub stages: Vec<Document>,
     pub aggregate: AggregateOptions,
     pub retryable: bool,
+    /// The explicit session it runs in, if any.
+    pub session: Option<Arc<SessionSlot>>,
 }
 
 impl Aggregate {
@@ -244,6 +275,7 @@ impl Aggregate {
         let mut operation = Operation::begin(client, options, "aggregate")?;
         let stages = pipeline_from_bytes(pipeline)?;
         let mut aggregate = aggregate_options(&mut operation.options)?;
+        let session = operation.session()?;
         let operation = operation.limits(Opens::Cursor)?;
         aggregate.max_time = operation.max_time(aggregate.max_time);
         let retryable = !writes(&stages);
@@ -252,6 +284,7 @@ impl Aggregate {
             stages,
             aggregate,
             retryable,
+            session,
         })
     }
 }
@@ -299,4 +332,22 @@ fn pipeline_from_bytes(bytes: &[u8]) -> Result<Vec<Document>> {
             )),
         })
         .collect()
+}
+
+/// `tailable` and `awaitData` as the crate's cursor type (`awaitData` only matters on a tailable
+/// cursor, as the server reads it).
+fn cursor_type(taken: &mut OperationOptions) -> Result<Option<CursorType>> {
+    let tailable = taken.bool("tailable")?.unwrap_or(false);
+    let await_data = taken.bool("awaitData")?.unwrap_or(false);
+    Ok(match (tailable, await_data) {
+        (false, false) => None,
+        // The crate cannot send it alone; the server refuses it alone anyway.
+        (false, true) => {
+            return Err(Error::InvalidArgument(
+                "find option 'awaitData' requires 'tailable'".into(),
+            ))
+        }
+        (true, false) => Some(CursorType::Tailable),
+        (true, true) => Some(CursorType::TailableAwait),
+    })
 }

@@ -10,8 +10,7 @@ use std::{
 };
 
 use bson::doc;
-use futures_util::StreamExt;
-use mongodb::raw_batch_cursor::{RawBatch, RawBatchCursor};
+use mongodb::raw_batch_cursor::RawBatch;
 use napi::{bindgen_prelude::PromiseRaw, Env};
 use napi_derive::napi;
 use tokio::sync::{watch, Mutex};
@@ -23,6 +22,7 @@ use crate::{
     error::{Error, Result},
     events::{self, StepCommands},
     format::{BatchOutput, DocumentBatch},
+    session::DriverCursor,
     task::{received, spawn},
 };
 
@@ -32,7 +32,7 @@ use crate::{
 const KILL_WAIT: Duration = Duration::from_secs(2);
 
 enum CursorState {
-    Open(Box<RawBatchCursor>),
+    Open(Box<DriverCursor>),
     /// Drained or closed by its owner: no more batches.
     Done,
     /// A read failed and the cursor was dropped: reading on is an error, since a batch may be
@@ -98,7 +98,7 @@ impl Drop for Turn<'_> {
 }
 
 impl SharedCursor {
-    fn new(cursor: RawBatchCursor, limit: Option<u64>) -> Self {
+    fn new(cursor: DriverCursor, limit: Option<u64>) -> Self {
         Self {
             reads: Mutex::new(Reads {
                 state: CursorState::Open(Box::new(cursor)),
@@ -203,7 +203,7 @@ impl SharedCursor {
         // A getMore is never retried: after a failure or a timeout the cursor is dropped
         // (killed on the server), so a read can only fail, never skip a batch.
         let step = async move {
-            let batch = cursor.next().await.transpose()?;
+            let batch = cursor.next_batch().await?;
             Ok((cursor, batch))
         };
         let (cursor, batch) = match deadline.run(pool, step).await {
@@ -406,7 +406,7 @@ impl NativeCursor {
     /// of the first reply, no I/O), so JS gets it without one more round trip to the runtime (the
     /// first document of a 10k find 50-80 µs sooner, BENCHMARKS.md session 8).
     pub async fn open(
-        cursor: RawBatchCursor,
+        cursor: DriverCursor,
         single_batch: bool,
         output: BatchOutput,
         client: Arc<dyn CursorOwner>,

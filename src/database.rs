@@ -20,6 +20,7 @@ use crate::{
     error::Result,
     format::BatchOutput,
     operation::{CursorStart, Opens, Operation},
+    session::DriverCursor,
 };
 
 #[napi]
@@ -53,19 +54,23 @@ impl NativeDatabase {
         let mut operation = Operation::begin(&self.client, &options, "command")?;
         let command = command_from_bytes(&command)?;
         let selection_criteria = operation.options.read_preference()?;
+        let session = operation.session()?;
         let operation = operation.limits(Opens::NoCursor)?;
         // A user's command is never retried (the official driver does not).
-        let input = (self.database.clone(), command, selection_criteria);
+        let input = (self.database.clone(), command, selection_criteria, session);
         operation.run(
             env,
             false,
             input,
-            |(database, command, selection_criteria)| async move {
+            |(database, command, selection_criteria, session)| async move {
                 let mut run = database.run_raw_command(command);
                 if let Some(criteria) = selection_criteria {
                     run = run.selection_criteria(criteria);
                 }
-                Ok(run.await?)
+                Ok(match session {
+                    None => run.await?,
+                    Some(slot) => run.session(&mut *slot.take().await?).await?,
+                })
             },
             |reply| Ok(reply.to_vec()?.into()),
         )
@@ -89,16 +94,26 @@ impl NativeDatabase {
         cursor_options.batch_size = taken.batch_size()?;
         cursor_options.comment = taken.any("comment");
         cursor_options.selection_criteria = taken.read_preference()?;
+        let session = operation.session()?;
         let operation = operation.limits(Opens::Cursor)?;
         // Not retried: the official driver retries no `runCursorCommand`.
-        let input = (self.database.clone(), command, cursor_options);
+        let input = (self.database.clone(), command, cursor_options, session);
         operation.open_cursor(
             env,
             false,
             input,
-            |(database, command, cursor_options)| async move {
-                let command = database.run_raw_cursor_command(command);
-                Ok(command.with_options(cursor_options).batch().await?)
+            |(database, command, cursor_options, session)| async move {
+                let command = database
+                    .run_raw_cursor_command(command)
+                    .with_options(cursor_options);
+                Ok(match session {
+                    None => command.batch().await?.into(),
+                    Some(slot) => {
+                        let mut session = slot.take().await?;
+                        let cursor = command.session(&mut *session).batch().await?;
+                        DriverCursor::Explicit(cursor, slot)
+                    }
+                })
             },
             CursorStart::reading(output),
         )
@@ -119,14 +134,23 @@ impl NativeDatabase {
             stages,
             aggregate,
             retryable,
+            session,
         } = Aggregate::begin(&self.client, &pipeline, &options)?;
-        let input = (self.database.clone(), stages, aggregate);
+        let input = (self.database.clone(), stages, aggregate, session);
         operation.open_cursor(
             env,
             retryable,
             input,
-            |(database, stages, aggregate)| async move {
-                Ok(database.aggregate(stages).with_options(aggregate).batch().await?)
+            |(database, stages, aggregate, session)| async move {
+                let aggregate = database.aggregate(stages).with_options(aggregate);
+                Ok(match session {
+                    None => aggregate.batch().await?.into(),
+                    Some(slot) => {
+                        let mut session = slot.take().await?;
+                        let cursor = aggregate.session(&mut *session).batch().await?;
+                        DriverCursor::Explicit(cursor, slot)
+                    }
+                })
             },
             CursorStart::reading(output),
         )

@@ -16,6 +16,7 @@ mod handover;
 mod operation;
 mod options;
 mod raw;
+mod session;
 mod task;
 #[cfg(feature = "test-hooks")]
 mod test_hooks;

@@ -6,7 +6,6 @@
 
 use std::{future::Future, sync::Arc, time::Duration};
 
-use mongodb::raw_batch_cursor::RawBatchCursor;
 use napi::{bindgen_prelude::PromiseRaw, bindgen_prelude::ToNapiValue, Env};
 
 use crate::{
@@ -16,6 +15,7 @@ use crate::{
     error::Result,
     format::BatchOutput,
     options::OperationOptions,
+    session::{DriverCursor, SessionSlot},
     task::spawn,
 };
 
@@ -62,6 +62,18 @@ impl Operation {
             client: client.clone(),
             options: OperationOptions::from_bytes(options, name)?,
         })
+    }
+
+    /// Takes `session`, the number of one of the client's explicit sessions (`session.rs`) that
+    /// the operation runs in: an error if the client has no such session (it ended).
+    pub fn session(&mut self) -> Result<Option<Arc<SessionSlot>>> {
+        match self.options.non_negative("session")? {
+            None => Ok(None),
+            Some(number) => {
+                let number = u32::try_from(number).unwrap_or(u32::MAX);
+                self.client.sessions.get(number).map(Some)
+            }
+        }
     }
 
     /// Takes the time limits (`timeoutMS`, and `timeoutMode` for a cursor) once the operation took
@@ -133,7 +145,7 @@ impl ReadyOperation {
     ) -> napi::Result<PromiseRaw<'env, OpenedCursor>>
     where
         I: Clone + Send + 'static,
-        C: Future<Output = Result<RawBatchCursor>> + Send + 'static,
+        C: Future<Output = Result<DriverCursor>> + Send + 'static,
     {
         let (client, timeout) = (self.client, self.timeout);
         let deadline = timeout.start();
@@ -150,7 +162,7 @@ impl CursorStart {
     async fn open(
         self,
         client: &Arc<ClientState>,
-        cursor: RawBatchCursor,
+        cursor: DriverCursor,
         timeout: OperationTimeout,
         deadline: Deadline,
     ) -> Result<OpenedCursor> {

@@ -5,6 +5,7 @@
 import type { Document, ObjectId } from 'bson'
 import { resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { AggregationCursor } from './cursor/aggregation_cursor.js'
+import { ChangeStream, type ChangeStreamDocument, type ChangeStreamOptions } from './change_stream.js'
 import { FindCursor } from './cursor/find_cursor.js'
 import {
   aggregateArrowCursor,
@@ -304,6 +305,19 @@ export class Collection<TSchema extends Document = Document> {
     options: AggregateOptions = {},
   ): AggregationCursor<T> {
     return new AggregationCursor<T>(this.#cursorSource(), pipeline, this.#inherit(options))
+  }
+
+  /** A change stream of this collection's changes (`$changeStream`); see {@link ChangeStream}. */
+  watch<TLocal extends Document = TSchema, TChange extends Document = ChangeStreamDocument<TLocal>>(
+    pipeline: Document[] = [],
+    options: ChangeStreamOptions = {},
+  ): ChangeStream<TLocal, TChange> {
+    return new ChangeStream<TLocal, TChange>(
+      this.#cursorSource(),
+      'collection',
+      pipeline,
+      this.#inherit(options ?? {}),
+    )
   }
 
   /**

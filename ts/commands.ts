@@ -10,6 +10,7 @@ import { AbstractCursor, type CursorSource } from './cursor/abstract_cursor.js'
 import { callNative, MongoInvalidArgumentError } from './errors.js'
 import type { NativeDatabase } from './native.cjs'
 import { ReadPreference, type ReadPreferenceMode } from './read_preference.js'
+import { checkSession, type ClientSession } from './session.js'
 import { describe, isPlainObject } from './validate.js'
 
 /**
@@ -86,6 +87,8 @@ export function checkReadCommand(command: unknown): Document {
 export interface RunCommandOptions extends BSONOptions {
   readPreference?: ReadPreferenceMode | ReadPreference | { mode: ReadPreferenceMode }
   timeoutMS?: number
+  /** A session of rumongo's `client.startSession()` the command runs in. */
+  session?: ClientSession
 }
 
 /** What a command needs from its database. */
@@ -93,9 +96,14 @@ export interface CommandTarget {
   nativeDatabase(): Promise<NativeDatabase>
 }
 
-/** The native options of a command: read preference and time limit, as BSON. */
-export function commandOptions(options: { readPreference?: unknown; timeoutMS?: unknown }): Document {
+/** The native options of a command: read preference, time limit and session, as BSON. */
+export function commandOptions(options: {
+  readPreference?: unknown
+  timeoutMS?: unknown
+  session?: unknown
+}): Document {
   const native: Document = {}
+  if (options.session !== undefined) native.session = checkSession('command', options.session)
   // As the official driver's db.command: only `readPreference`, no `hedge` or tags beside it.
   const readPreference = ReadPreference.fromOptions({ readPreference: options.readPreference })
   if (readPreference !== undefined) {
@@ -121,7 +129,7 @@ export function commandOptions(options: { readPreference?: unknown; timeoutMS?: 
 export async function runCommand(
   target: CommandTarget,
   command: Document,
-  options: { readPreference?: unknown; timeoutMS?: unknown },
+  options: { readPreference?: unknown; timeoutMS?: unknown; session?: unknown },
   bson: ResolvedBSONOptions,
 ): Promise<Document> {
   const native = commandOptions(options)
@@ -136,6 +144,8 @@ export interface CommandCursorOptions extends BSONOptions {
   comment?: unknown
   readPreference?: unknown
   timeoutMS?: number
+  /** A session of rumongo's `client.startSession()` the command and its getMores run in. */
+  session?: ClientSession
 }
 
 /**

@@ -20,6 +20,13 @@ import {
   type RunCommandOptions,
 } from './commands.js'
 import { AggregationCursor } from './cursor/aggregation_cursor.js'
+import {
+  ChangeStream,
+  WATCH_CLUSTER,
+  type ChangeStreamDocument,
+  type ChangeStreamOptions,
+  type ChangeStreamScope,
+} from './change_stream.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { MongoInvalidArgumentError } from './errors.js'
 import {
@@ -152,7 +159,11 @@ export class Db {
     return runCommand(
       this,
       command,
-      { readPreference: options?.readPreference, timeoutMS: options?.timeoutMS ?? this.timeoutMS },
+      {
+        readPreference: options?.readPreference,
+        timeoutMS: options?.timeoutMS ?? this.timeoutMS,
+        session: options?.session,
+      },
       bson,
     )
   }
@@ -219,6 +230,31 @@ export class Db {
       pipeline,
       inheritOptions(this.#inherited, options ?? {}),
     )
+  }
+
+  /** A change stream of this database's changes (`$changeStream` on `aggregate: 1`). */
+  watch<TSchema extends Document = Document, TChange extends Document = ChangeStreamDocument<TSchema>>(
+    pipeline: Document[] = [],
+    options: ChangeStreamOptions = {},
+  ): ChangeStream<TSchema, TChange> {
+    return this.#watch('database', pipeline, options)
+  }
+
+  /** @internal The client's `watch()`: every database's changes, run on `admin`. */
+  [WATCH_CLUSTER]<TSchema extends Document, TChange extends Document>(
+    pipeline: Document[],
+    options: ChangeStreamOptions,
+  ): ChangeStream<TSchema, TChange> {
+    return this.#watch('cluster', pipeline, options)
+  }
+
+  #watch<TSchema extends Document, TChange extends Document>(
+    scope: ChangeStreamScope,
+    pipeline: Document[],
+    options: ChangeStreamOptions,
+  ): ChangeStream<TSchema, TChange> {
+    const inherited = inheritOptions(this.#inherited, options ?? {}) as ChangeStreamOptions
+    return new ChangeStream<TSchema, TChange>(this.#cursorSource(), scope, pipeline, inherited)
   }
 
   /** The index information of collection `name` (see `Collection.indexInformation`). */

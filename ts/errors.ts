@@ -24,6 +24,8 @@ export const ErrorCode = {
   PoolWorkerExited: 'ERR_POOL_WORKER_EXITED',
   MissingDependency: 'ERR_MISSING_DEPENDENCY',
   ArrowTypeMismatch: 'ERR_ARROW_TYPE_MISMATCH',
+  ExpiredSession: 'ERR_EXPIRED_SESSION',
+  Transaction: 'ERR_TRANSACTION',
 } as const
 
 /** Options shared by every rumongo error. */
@@ -138,6 +140,13 @@ export class MongoRuntimeError extends MongoDriverError {
   override code = ErrorCode.Runtime
   override get name(): string {
     return 'MongoRuntimeError'
+  }
+}
+
+/** A change stream cannot go on: an event without a resume token, or a closed stream's `stream()`. */
+export class MongoChangeStreamError extends MongoRuntimeError {
+  override get name(): string {
+    return 'MongoChangeStreamError'
   }
 }
 
@@ -294,6 +303,7 @@ export class MongoTailableCursorError extends MongoAPIError {
 
 /** A session used after it ended. */
 export class MongoExpiredSessionError extends MongoAPIError {
+  override code = ErrorCode.ExpiredSession
   constructor(message = 'Cannot use a session that has ended', options?: MongoErrorOptions) {
     super(message, options)
   }
@@ -304,6 +314,7 @@ export class MongoExpiredSessionError extends MongoAPIError {
 
 /** A transaction misused. */
 export class MongoTransactionError extends MongoAPIError {
+  override code = ErrorCode.Transaction
   override get name(): string {
     return 'MongoTransactionError'
   }

@@ -7,6 +7,14 @@ export { MongoClient, type MongoClientOptions } from './mongo_client.js'
 export { Db, type DbOptions, type DbStatsOptions, type ListCollectionsOptions } from './db.js'
 export { Admin, type ListDatabasesOptions } from './admin.js'
 export {
+  ChangeStream,
+  type ChangeStreamDocument,
+  type ChangeStreamEvents,
+  type ChangeStreamOptions,
+  type OperationTime,
+  type ResumeToken,
+} from './change_stream.js'
+export {
   CommandCursor,
   ListCollectionsCursor,
   ListIndexesCursor,
@@ -14,6 +22,12 @@ export {
   type RunCommandOptions,
 } from './commands.js'
 export { HostAddress } from './client_options.js'
+export {
+  ClientSession,
+  type ClientSessionOptions,
+  type ClusterTime,
+  type ServerSessionId,
+} from './session.js'
 export { MongoDBNamespace } from './namespace.js'
 export type { ExplainCommandOptions } from './explain.js'
 export type { InheritableOptions } from './inherit.js'
@@ -169,6 +183,7 @@ export {
   MongoOperationTimeoutError,
   MongoParseError,
   MongoRuntimeError,
+  MongoChangeStreamError,
   MongoServerClosedError,
   MongoServerError,
   MongoServerSelectionError,

@@ -21,6 +21,12 @@ import {
   uriOptionValues,
 } from './client_options.js'
 import { Db, type DbOptions } from './db.js'
+import {
+  WATCH_CLUSTER,
+  type ChangeStream,
+  type ChangeStreamDocument,
+  type ChangeStreamOptions,
+} from './change_stream.js'
 import type { InheritedOptions } from './inherit.js'
 import {
   callNative,
@@ -34,6 +40,7 @@ import { CommandLogger, type LoggingOptions } from './logging.js'
 import { NativeClient, type NativeCollection } from './native.cjs'
 import { CommandTracer, startTracing, tracerProviderRegistered } from './telemetry.js'
 import { ReadConcern, ReadPreference, type ServerApi, type ServerApiVersion } from './read_preference.js'
+import { checkSessionOptions, ClientSession, type ClientSessionOptions } from './session.js'
 import { describe } from './validate.js'
 
 /**
@@ -366,6 +373,8 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   #collections = new Map<string, NativeCollection>()
   #collectionsOf: NativeClient | null = null
   #closed = false
+  /** Sessions started and not ended: `close()` ends them. */
+  readonly #sessions = new Set<ClientSession>()
 
   constructor(url: string, options: MongoClientOptions = {}) {
     super()
@@ -497,6 +506,17 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     )
   }
 
+  /**
+   * A change stream of every database's changes (`$changeStream` with `allChangesForCluster`, on
+   * `admin`), as the official driver's `client.watch()`.
+   */
+  watch<TSchema extends Document = Document, TChange extends Document = ChangeStreamDocument<TSchema>>(
+    pipeline: Document[] = [],
+    options: ChangeStreamOptions = {},
+  ): ChangeStream<TSchema, TChange> {
+    return this.db('admin')[WATCH_CLUSTER]<TSchema, TChange>(pipeline, options)
+  }
+
   async #nativeCollection(db: string, collection: string): Promise<NativeCollection> {
     const client = await this.nativeClient()
     if (this.#collectionsOf !== client || this.#collections.size >= COLLECTION_HANDLES) {
@@ -559,6 +579,52 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   }
 
   /**
+   * Starts an explicit session for causally consistent (`causalConsistency`, the default) or
+   * snapshot (`snapshot`) reads: pass it as `{ session }` to reads. End it with `endSession()`.
+   * @throws MongoNotConnectedError before `connect()` completed: rumongo starts the session on
+   * the connected client (the official driver also starts one before connecting).
+   * @throws MongoInvalidArgumentError for `causalConsistency` and `snapshot` together.
+   */
+  startSession(options?: ClientSessionOptions): ClientSession {
+    const checked = checkSessionOptions(options)
+    const native = this.#connected
+    if (native === null) {
+      throw new MongoNotConnectedError(
+        'rumongo starts a session on a connected client: await client.connect() before startSession()',
+      )
+    }
+    const session = new ClientSession(native, checked, () => this.#sessions.delete(session))
+    this.#sessions.add(session)
+    return session
+  }
+
+  /**
+   * Runs `executor` with a new session and ends the session when it settles (as the official
+   * driver's `withSession`); resolves to what `executor` resolves to.
+   */
+  async withSession<T>(executor: (session: ClientSession) => Promise<T>): Promise<T>
+  async withSession<T>(
+    options: ClientSessionOptions,
+    executor: (session: ClientSession) => Promise<T>,
+  ): Promise<T>
+  async withSession<T>(
+    optionsOrExecutor: ClientSessionOptions | ((session: ClientSession) => Promise<T>),
+    executor?: (session: ClientSession) => Promise<T>,
+  ): Promise<T> {
+    const options = typeof optionsOrExecutor === 'object' ? optionsOrExecutor : undefined
+    const callback = typeof optionsOrExecutor === 'function' ? optionsOrExecutor : executor
+    if (typeof callback !== 'function') {
+      throw new MongoInvalidArgumentError('Missing required callback parameter')
+    }
+    const session = this.startSession(options)
+    try {
+      return await callback(session)
+    } finally {
+      await session.endSession().catch(() => undefined)
+    }
+  }
+
+  /**
    * @internal How many of this client's cursors are open on the server (not exhausted or closed).
    * For leak checks (the soak test); 0 when not connected.
    */
@@ -576,6 +642,9 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     this.#collections.clear()
     this.#collectionsOf = null
     this.monitor.connected = false
+    // The native close ends them (their server sessions go in its `endSessions`).
+    for (const session of this.#sessions) session.markEnded()
+    this.#sessions.clear()
     const client = await native?.catch(() => null)
     if (client) await callNative(() => client.close())
     this.#tracingClaim?.release()

@@ -7,6 +7,7 @@ import type { Document } from 'bson'
 import { isBSONOptionName, resolveBSONOptions, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
 import { ReadPreference } from './read_preference.js'
+import { checkSession, type ClientSession } from './session.js'
 import { checkAcyclic, describe, isPlainObject, jsonForMessage } from './validate.js'
 
 /** One sort direction, as the official driver accepts it. */
@@ -77,6 +78,8 @@ export interface ReadOperationOptions extends BSONOptions {
   comment?: unknown
   readPreference?: ReadPreferenceLike
   readConcern?: ReadConcernLike
+  /** A session of rumongo's `client.startSession()` the read runs in (causal or snapshot reads). */
+  session?: ClientSession
 }
 
 /** Options of `find` and `findOne`: every FindOptions field of the official driver. */
@@ -102,6 +105,12 @@ export interface FindOptions extends ReadOperationOptions {
   /** Return only the first batch and close the cursor. */
   singleBatch?: boolean
   allowPartialResults?: boolean
+  /** A tailable cursor (capped collections): it stays open at the end of the data. */
+  tailable?: boolean
+  /** With `tailable`: each getMore waits up to `maxAwaitTimeMS` for new data. */
+  awaitData?: boolean
+  /** With `tailable` and `awaitData`: the `maxTimeMS` of each getMore. */
+  maxAwaitTimeMS?: number
 }
 
 /** Options of `aggregate`. */
@@ -145,6 +154,7 @@ export type OptionKind =
   | 'readConcern'
   | 'timeoutMode'
   | 'explain'
+  | 'session'
 
 /**
  * One operation's options, declared once: each option's kind (its type and validation, see
@@ -168,9 +178,10 @@ const READ_OPTIONS = {
   comment: 'any',
   readPreference: 'readPreference',
   readConcern: 'readConcern',
+  session: 'session',
 } as const satisfies Record<string, OptionKind>
 
-const NOT_ON_READ_PATH = ['session', 'signal', 'fieldsAsRaw', 'checkKeys']
+const NOT_ON_READ_PATH = ['signal', 'fieldsAsRaw', 'checkKeys']
 
 export const FIND: OperationSpec = {
   name: 'find',
@@ -194,9 +205,12 @@ export const FIND: OperationSpec = {
     allowPartialResults: 'boolean',
     timeoutMode: 'timeoutMode',
     explain: 'explain',
+    tailable: 'boolean',
+    awaitData: 'boolean',
+    maxAwaitTimeMS: 'integer',
   },
   local: ['explain'],
-  unsupported: [...NOT_ON_READ_PATH, 'tailable', 'awaitData', 'maxAwaitTimeMS', 'oplogReplay'],
+  unsupported: [...NOT_ON_READ_PATH, 'oplogReplay'],
 }
 
 export const AGGREGATE: OperationSpec = {
@@ -317,6 +331,9 @@ function normalizeOption(operation: string, key: string, kind: OptionKind, value
       return typeof value === 'boolean' || typeof value === 'string' || isPlainObject(value)
         ? value
         : fail('a boolean, a verbosity or { verbosity, maxTimeMS }')
+    case 'session':
+      // Sent as the number the native side knows it by (`ClientSession.toBSON`).
+      return checkSession(operation, value)
   }
 }
 

@@ -78,6 +78,12 @@ pub struct DocumentBatch {
     pub reply_parts_left: u32,
     /// The server cursor's id as of this batch (0 once exhausted); absent for test batches.
     pub cursor_id: Option<BigInt>,
+    /// What a change stream resumes from, as a BSON document: the reply's
+    /// `cursor.postBatchResumeToken` and its `operationTime`, for a reply with the token (a change
+    /// stream's). Set on the last batch of a reply only: the token stands for the point after the
+    /// reply's last document.
+    #[napi(ts_type = "Buffer")]
+    pub resume_fields: Option<Bytes>,
     #[napi(ts_type = "Float64Array")]
     pub slots: Option<F64s>,
     #[napi(ts_type = "Buffer")]
@@ -182,6 +188,7 @@ impl DocumentBatch {
             has_more: false,
             reply_parts_left: 0,
             cursor_id: None,
+            resume_fields: None,
             slots: None,
             latin1: None,
             utf16: None,

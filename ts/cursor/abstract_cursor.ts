@@ -202,8 +202,9 @@ export abstract class AbstractCursor<TSchema = Document>
   /**
    * Sets a cursor flag, as the official driver's `addCursorFlag` (same checks, same errors). A find
    * sends `noCursorTimeout`; `partial` is taken and, as in the official driver, sent by no command
-   * (it is a flag of the legacy OP_QUERY). rumongo has no tailable or exhaust cursors: setting
-   * `tailable`, `awaitData`, `oplogReplay` or `exhaust` is refused.
+   * (it is a flag of the legacy OP_QUERY). A find takes `tailable` and `awaitData` as its options of
+   * those names. rumongo has no exhaust cursors: setting `oplogReplay` or `exhaust` (or tailing an
+   * aggregate) is refused.
    */
   addCursorFlag(flag: CursorFlag, value: boolean): this {
     this.throwIfInitialized()
@@ -213,6 +214,7 @@ export abstract class AbstractCursor<TSchema = Document>
     if (typeof value !== 'boolean')
       throw new MongoInvalidArgumentError(`Flag ${flag} must be a boolean value`)
     if (flag === 'noCursorTimeout') this.applyNoCursorTimeout(value)
+    else if ((flag === 'tailable' || flag === 'awaitData') && this.applyTailFlag(flag, value)) return this
     else if (value && flag !== 'partial') {
       throw new MongoInvalidArgumentError(`rumongo does not support the cursor flag "${flag}"`)
     }
@@ -221,6 +223,11 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** Where a cursor kind takes `noCursorTimeout` (an aggregate, like the official one, ignores it). */
   protected applyNoCursorTimeout(_value: boolean): void {}
+
+  /** Where a cursor kind takes `tailable` and `awaitData`: false where it has no tailing (refused). */
+  protected applyTailFlag(_flag: 'tailable' | 'awaitData', _value: boolean): boolean {
+    return false
+  }
 
   /**
    * Runs the cursor-creating command (find / aggregate); returns its decode options, and the key
@@ -377,9 +384,42 @@ export abstract class AbstractCursor<TSchema = Document>
     }
   }
 
-  /** Same as `next()`: a non-tailable cursor always waits for the server's answer. */
+  /**
+   * Same as `next()` on a cursor that is not tailable (it always waits for the server's answer). On
+   * a tailable cursor, as the official driver's: `null` when the next server batch is empty (no new
+   * data yet), the cursor staying open.
+   */
   async tryNext(): Promise<TSchema | null> {
-    return this.next()
+    if (!this.tailable) return this.next()
+    if (this.#rewinding) await this.#rewinding.catch(() => undefined)
+    this.#throwIfFailed()
+    if (this.#state === 'closed') {
+      if (this.#killed) throw new MongoCursorExhaustedError()
+      return null
+    }
+    const buffered = this.#takeBuffered()
+    if (buffered !== NO_DOCUMENT) return buffered
+    // A fetch another read started ends where that read wants: wait for it, then fetch once.
+    if (this.#fetching) await this.#fetching.catch(() => undefined)
+    const again = this.#takeBuffered()
+    if (again !== NO_DOCUMENT) return again
+    if (this.#state === 'open' || this.#state === 'new') {
+      // Shared as any fetch is: a read that joins it reads on (true) unless the cursor ended.
+      const fetching = this.#fetchNonEmptyBatch(true)
+        .then((found) => found || this.#state === 'open')
+        .finally(() => {
+          if (this.#fetching === fetching) this.#fetching = null
+        })
+      this.#fetching = fetching
+      await fetching
+    }
+    const fetched = this.#takeBuffered()
+    return fetched === NO_DOCUMENT ? null : fetched
+  }
+
+  /** Whether the cursor is tailable (an empty batch does not end it; see `tryNext`). */
+  protected get tailable(): boolean {
+    return false
   }
 
   /**
@@ -531,7 +571,8 @@ export abstract class AbstractCursor<TSchema = Document>
     return fetching
   }
 
-  async #fetchNonEmptyBatch(): Promise<boolean> {
+  /** `once`: at most one server batch, even an empty one (a tailable cursor's `tryNext`). */
+  async #fetchNonEmptyBatch(once = false): Promise<boolean> {
     if (this.#state === 'new') {
       this.#state = 'opening'
       let firstBatch: DocumentBatch | undefined
@@ -614,6 +655,7 @@ export abstract class AbstractCursor<TSchema = Document>
         this.#position = 0
         return true
       }
+      if (once) return false
     }
     return false
   }

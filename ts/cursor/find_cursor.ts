@@ -76,6 +76,15 @@ export class FindCursor<TSchema = Document> extends AbstractCursor<TSchema> {
     this.#set('noCursorTimeout', value)
   }
 
+  protected override get tailable(): boolean {
+    return this.#options.tailable === true
+  }
+
+  protected override applyTailFlag(flag: 'tailable' | 'awaitData', value: boolean): boolean {
+    this.#set(flag, value)
+    return true
+  }
+
   #set(key: keyof FindOptions & string, value: unknown): this {
     this.throwIfInitialized()
     ;(this.#options as Document)[key] = normalizeOperationOption(FIND, key, value)

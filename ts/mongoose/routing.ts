@@ -16,6 +16,7 @@ import {
   MongoParseError,
 } from '../errors.js'
 import type { ConnectionClients } from './clients.js'
+import { withCloseEvent } from './cursor_events.js'
 import {
   ROUTED_METHODS,
   type MongooseFallbackReason,
@@ -168,14 +169,15 @@ export class Router {
 }
 
 /**
- * A rumongo cursor is awaitable (it resolves to `toArray()`), the official driver's is not: Mongoose
+ * A rumongo cursor as Mongoose (and the application, through `QueryCursor#cursor`) expects the
+ * official one. It is awaitable (it resolves to `toArray()`), the official driver's is not: Mongoose
  * awaits the cursor `find()` returns and calls `toArray()` on it, and its collection wrapper treats
- * a thenable result as the operation's promise. An own `then` of `undefined` hides the method, so
- * the cursor reads as the official one does.
+ * a thenable result as the operation's promise. An own `then` of `undefined` hides the method. And
+ * the official cursor emits `'close'` (see cursor_events.ts).
  */
 function officialCursor(cursor: object): object {
   Object.defineProperty(cursor, 'then', { value: undefined })
-  return cursor
+  return withCloseEvent(cursor)
 }
 
 /**

@@ -17,9 +17,10 @@ export type RoutedMethod = (typeof ROUTED_METHODS)[number]
 
 /**
  * Why a call went to the official driver:
- * - `session`: the call runs in a session or a transaction (rumongo has no sessions);
+ * - `session`: the call runs in a session or a transaction (Mongoose's sessions are the official
+ *   driver's, which rumongo cannot join);
  * - `option`: rumongo refuses the call's arguments (an option it does not implement, such as
- *   `tailable`, or a value it validates otherwise): the official driver runs it and answers as usual;
+ *   `oplogReplay`, or a value it validates otherwise): the official driver runs it and answers as usual;
  * - `explain`: a `find` with `explain` (the plan describes the command each driver sent);
  * - `client`: no rumongo client for this connection (see `MongoosePluginStats.clientError`);
  * - `write`: a write (insert, update, replace, delete, findOneAnd*, bulkWrite);

@@ -26,6 +26,9 @@ const WORKER_ENTRY = join(__dirname, 'worker.js')
 /** How long a cancelled call's worker gets to stop by itself before it is terminated and replaced. */
 const CANCEL_GRACE_MS = 1_000
 
+/** Find options a worker's reduce cannot run with (see `reduce`). */
+const POOL_REFUSED_OPTIONS = ['session', 'tailable', 'awaitData', 'maxAwaitTimeMS'] as const
+
 /**
  * A replacement worker that dies before it is ready (e.g. out of memory while loading) is started
  * again after 100 ms, then 200 ms, 400 ms, ...
@@ -282,6 +285,14 @@ export class WorkerPool {
     const { signal, timeoutMS: timeoutOption, ...findOptions } = options ?? {}
     if (signal !== undefined && !(signal instanceof AbortSignal)) {
       throw new MongoInvalidArgumentError(`signal must be an AbortSignal, got ${describe(signal)}`)
+    }
+    for (const key of POOL_REFUSED_OPTIONS) {
+      if ((findOptions as Document)[key] !== undefined) {
+        throw new MongoInvalidArgumentError(
+          `the worker pool does not support the find option "${key}": a session cannot cross to a ` +
+            'worker thread, and a tailable cursor has no last document to reduce to',
+        )
+      }
     }
     const timeoutMS = checkTimeout(timeoutOption, 0)
     const names = { db: checkName(db, 'database'), collection: checkName(collection, 'collection') }

@@ -60,9 +60,10 @@ fn bad_value(message: impl Into<String>) -> CommandError {
 enum Filter {
     /// `{}`: every document.
     All,
-    /// `{ _id: <ObjectId> }`: the document of this index, or none when the ObjectId is not a
-    /// generated `_id` (only generated collections know their documents' indexes).
-    Id(Option<u64>),
+    /// `{ _id: <ObjectId> }` and `{ _id: { $in: [<ObjectId>...] } }`: the documents of the
+    /// indexes `start..end`, or none when no ObjectId is a generated `_id` (only generated
+    /// collections know their documents' indexes).
+    Ids(Option<(u64, u64)>),
 }
 
 /// The documents a read selects, by index (natural order is `_id` order): `start..end`, where
@@ -90,10 +91,8 @@ impl Window {
     fn filter(self, filter: Filter) -> Window {
         match filter {
             Filter::All => self,
-            Filter::Id(Some(index)) => {
-                Window::new(self.start.max(index), self.end.min(index.saturating_add(1)))
-            }
-            Filter::Id(None) => Window::new(self.end, self.end),
+            Filter::Ids(Some((start, end))) => Window::new(self.start.max(start), self.end.min(end)),
+            Filter::Ids(None) => Window::new(self.end, self.end),
         }
     }
 
@@ -165,7 +164,7 @@ impl Read<'_> {
 
     fn filter(&mut self, filter: Filter) {
         self.window = self.window.filter(filter);
-        self.by_id |= matches!(filter, Filter::Id(_));
+        self.by_id |= matches!(filter, Filter::Ids(_));
     }
 }
 
@@ -307,17 +306,50 @@ fn string<'a>(key: &str, value: RawBsonRef<'a>) -> Result<&'a str, CommandError>
         .ok_or_else(|| bad_value(format!("'{key}' must be a string")))
 }
 
-/// The filters this server answers exactly: `{}` and `{ _id: <ObjectId> }`.
+/// The filters this server answers exactly: `{}`, `{ _id: <ObjectId> }`, and `{ _id: { $in:
+/// [<ObjectId>...] } }` whose generated `_id`s are consecutive documents (what `populate` sends
+/// for children stored in order); natural order is `_id` order, as mongod returns an `$in` on
+/// `_id` read through its index.
 fn filter(key: &str, value: RawBsonRef) -> Result<Filter, CommandError> {
+    let unsupported = || {
+        bad_value(format!(
+            "unsupported {key}: only {{}}, {{ _id: <ObjectId> }} and {{ _id: {{ $in: [<ObjectId>...] }} }} \
+             of consecutive generated _ids are supported"
+        ))
+    };
     let mut fields = document(key, value)?.iter();
     match (fields.next(), fields.next()) {
         (None, _) => Ok(Filter::All),
-        (Some(Ok((field, RawBsonRef::ObjectId(id)))), None) if field.as_str() == "_id" => {
-            Ok(Filter::Id(index_of_object_id(id.bytes())))
+        (Some(Ok((field, RawBsonRef::ObjectId(id)))), None) if field.as_str() == "_id" => Ok(Filter::Ids(
+            index_of_object_id(id.bytes()).map(|index| (index, index.saturating_add(1))),
+        )),
+        (Some(Ok((field, RawBsonRef::Document(operator)))), None) if field.as_str() == "_id" => {
+            let mut operators = operator.iter();
+            let Some(Ok((name, RawBsonRef::Array(ids)))) = operators.next() else {
+                return Err(unsupported());
+            };
+            if name.as_str() != "$in" || operators.next().is_some() {
+                return Err(unsupported());
+            }
+            let mut indexes = Vec::new();
+            for id in ids {
+                match id {
+                    // An ObjectId that is no generated _id matches no document.
+                    Ok(RawBsonRef::ObjectId(id)) => indexes.extend(index_of_object_id(id.bytes())),
+                    _ => return Err(unsupported()),
+                }
+            }
+            indexes.sort_unstable();
+            indexes.dedup();
+            let (Some(&first), Some(&last)) = (indexes.first(), indexes.last()) else {
+                return Ok(Filter::Ids(None));
+            };
+            if last - first + 1 != indexes.len() as u64 {
+                return Err(unsupported());
+            }
+            Ok(Filter::Ids(Some((first, last.saturating_add(1)))))
         }
-        _ => Err(bad_value(format!(
-            "unsupported {key}: only {{}} and {{ _id: <ObjectId> }} are supported"
-        ))),
+        _ => Err(unsupported()),
     }
 }
 
@@ -729,7 +761,7 @@ impl Server {
         }
         let window = Window::ALL.filter(selection).skip(skip);
         let window = limit.map_or(window, |limit| window.limit(limit));
-        let (_, selected) = self.select(db, name, window, matches!(selection, Filter::Id(_)))?;
+        let (_, selected) = self.select(db, name, window, matches!(selection, Filter::Ids(_)))?;
         let n = selected.end - selected.start;
         let n = i32::try_from(n).map_or(RawBson::Int64(n as i64), RawBson::Int32);
         write(out, rawdoc! { "n": n, "ok": 1.0 })
@@ -755,7 +787,7 @@ impl Server {
             db,
             name,
             Window::ALL.filter(selection),
-            matches!(selection, Filter::Id(_)),
+            matches!(selection, Filter::Ids(_)),
         )?;
         let mut values = BTreeSet::new();
         if let Some(collection) = collection {

@@ -36,6 +36,7 @@ where
         EstimatedDocumentCount {
             cr: CollRef::new(self),
             options: None,
+            session: None,
         }
     }
 
@@ -100,11 +101,19 @@ where
 pub struct EstimatedDocumentCount<'a> {
     cr: CollRef<'a>,
     options: Option<EstimatedDocumentCountOptions>,
+    // Patched in for rumongo (see vendor/README.md): the official drivers run it in a session.
+    session: Option<&'a mut ClientSession>,
 }
 
 #[option_setters(crate::coll::options::EstimatedDocumentCountOptions)]
 #[export_doc(estimated_doc_count)]
-impl EstimatedDocumentCount<'_> {}
+impl<'a> EstimatedDocumentCount<'a> {
+    /// Use the provided session when running the operation (patched in for rumongo).
+    pub fn session(mut self, value: impl Into<&'a mut ClientSession>) -> Self {
+        self.session = Some(value.into());
+        self
+    }
+}
 
 #[action_impl]
 impl<'a> Action for EstimatedDocumentCount<'a> {
@@ -112,7 +121,7 @@ impl<'a> Action for EstimatedDocumentCount<'a> {
 
     async fn execute(mut self) -> Result<u64> {
         let op = crate::operation::count::Count::new(self.cr.clone(), self.options);
-        self.cr.client().execute_operation(op, None).await
+        self.cr.client().execute_operation(op, self.session).await
     }
 }
 

@@ -422,6 +422,12 @@ impl SessionRawBatchCursor {
         self.state.exhausted
     }
 
+    /// Patched in for rumongo (see vendor/README.md), as on [`RawBatchCursor`]: the server cursor
+    /// was killed by the caller, so dropping this cursor must not send another killCursors.
+    pub fn forget_server_cursor(&mut self) {
+        self.state.exhausted = true;
+    }
+
     pub(crate) fn post_batch_resume_token(&self) -> Option<&ResumeToken> {
         self.state.post_batch_resume_token.as_ref()
     }

@@ -1,0 +1,1 @@
+../../../node_modules/mongoose/index.js

@@ -1,0 +1,267 @@
+//! `NativeSession`: an explicit `mongodb::ClientSession` (causal consistency or snapshot reads)
+//! that reads of its client run in, and the registry through which they find it.
+//!
+//! The TypeScript layer names a session in an operation's options by the number it was registered
+//! under (`session: <id>`), so no operation needs a parameter of its own. An operation takes the
+//! session for its command and, for a cursor, for each getMore: the crate sends `lsid`,
+//! `afterClusterTime` / `atClusterTime` and `$clusterTime` from it, and records the times the
+//! server answers with.
+
+use std::{
+    collections::HashMap,
+    ops::{Deref, DerefMut},
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc, Mutex, MutexGuard,
+    },
+    time::Duration,
+};
+
+use bson::{doc, Document, Timestamp};
+use futures_util::StreamExt;
+use mongodb::{
+    raw_batch_cursor::{RawBatch, RawBatchCursor, SessionRawBatchCursor},
+    ClientSession,
+};
+use napi::{
+    bindgen_prelude::{Buffer, PromiseRaw},
+    Env,
+};
+use napi_derive::napi;
+use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
+
+use crate::{
+    error::{Error, Result},
+    task::spawn,
+};
+
+/// How long ending a session waits for a read of it in flight when its client closes: reads in
+/// flight end at once then, so this only bounds a getMore that is not answered.
+const END_GRACE: Duration = Duration::from_secs(5);
+
+/// The times a session last saw, copied after each use: the getters read them without waiting for
+/// a read of the session in flight.
+#[derive(Default)]
+struct SeenTimes {
+    cluster_time: Option<Document>,
+    operation_time: Option<Timestamp>,
+}
+
+/// One explicit session: the crate's session (`None` once ended) and what JS reads of it.
+pub struct SessionSlot {
+    session: Arc<AsyncMutex<Option<ClientSession>>>,
+    /// The `lsid` document, `{ id: UUID }`, fixed for the session's life.
+    id: Document,
+    seen: Mutex<SeenTimes>,
+}
+
+/// A session taken by one step of an operation (its command, or a getMore): the times the server
+/// answered with are copied for the getters when the step lets it go.
+pub struct SessionInUse {
+    guard: OwnedMutexGuard<Option<ClientSession>>,
+    slot: Arc<SessionSlot>,
+}
+
+impl Deref for SessionInUse {
+    type Target = ClientSession;
+    fn deref(&self) -> &ClientSession {
+        // `SessionSlot::take` made it only for a session that has not ended.
+        self.guard.as_ref().expect("a session in use has not ended")
+    }
+}
+
+impl DerefMut for SessionInUse {
+    fn deref_mut(&mut self) -> &mut ClientSession {
+        self.guard.as_mut().expect("a session in use has not ended")
+    }
+}
+
+impl Drop for SessionInUse {
+    fn drop(&mut self) {
+        if let Some(session) = self.guard.as_ref() {
+            let mut seen = lock(&self.slot.seen);
+            seen.cluster_time = session
+                .cluster_time()
+                .and_then(|time| bson::serialize_to_document(time).ok());
+            seen.operation_time = session.operation_time();
+        }
+    }
+}
+
+impl SessionSlot {
+    /// Takes the session for one step, once the step before it let it go; an error once it ended.
+    pub async fn take(self: &Arc<Self>) -> Result<SessionInUse> {
+        let guard = self.session.clone().lock_owned().await;
+        if guard.is_none() {
+            return Err(Error::InvalidArgument(
+                "Cannot use a session that has ended".into(),
+            ));
+        }
+        Ok(SessionInUse {
+            guard,
+            slot: self.clone(),
+        })
+    }
+
+    /// Ends the session: its server session goes back to the client's pool, whose sessions the
+    /// client ends on the server (`endSessions`) when it closes. Idempotent.
+    async fn end(&self) {
+        self.session.lock().await.take();
+    }
+}
+
+/// The numbers of the sessions of every client of the process: a number names one session, so a
+/// session passed to another client's read is found to be another client's.
+static NEXT_NUMBER: AtomicU32 = AtomicU32::new(1);
+
+/// The explicit sessions of one client, by the number JS names them with.
+#[derive(Default)]
+pub struct Sessions {
+    slots: Mutex<HashMap<u32, Arc<SessionSlot>>>,
+}
+
+impl Sessions {
+    fn register(&self, session: ClientSession) -> (u32, Arc<SessionSlot>) {
+        let number = NEXT_NUMBER.fetch_add(1, Ordering::Relaxed);
+        let slot = Arc::new(SessionSlot {
+            id: session.id().clone(),
+            session: Arc::new(AsyncMutex::new(Some(session))),
+            seen: Mutex::default(),
+        });
+        lock(&self.slots).insert(number, slot.clone());
+        (number, slot)
+    }
+
+    /// The session JS named `number`: an error if this client has none of that number (another
+    /// client's; JS refuses an ended one before).
+    pub fn get(&self, number: u32) -> Result<Arc<SessionSlot>> {
+        lock(&self.slots)
+            .get(&number)
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument("ClientSession must be from the same MongoClient".into()))
+    }
+
+    fn forget(&self, number: u32) {
+        lock(&self.slots).remove(&number);
+    }
+
+    /// Ends every session still open, for the client's `close()` (as the official driver ends its
+    /// active sessions before it sends `endSessions`). A session busy past `END_GRACE` is left to
+    /// be dropped with the client.
+    pub async fn end_all(&self) {
+        let slots: Vec<_> = lock(&self.slots).drain().map(|(_, slot)| slot).collect();
+        for slot in slots {
+            let _ = tokio::time::timeout(END_GRACE, slot.end()).await;
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding these short critical sections leaves the data valid.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Starts an explicit session of `client` and registers it in `sessions`. The crate's session
+/// takes a server session from the client's pool: no I/O, so this runs to its end at once, as the
+/// official driver's `startSession()` is synchronous.
+pub fn start_session(
+    client: &mongodb::Client,
+    sessions: &Arc<Sessions>,
+    causal_consistency: Option<bool>,
+    snapshot: Option<bool>,
+) -> Result<NativeSession> {
+    let mut start = client.start_session();
+    if let Some(causal_consistency) = causal_consistency {
+        start = start.causal_consistency(causal_consistency);
+    }
+    if let Some(snapshot) = snapshot {
+        start = start.snapshot(snapshot);
+    }
+    let session = napi::bindgen_prelude::block_on(async move { start.await })?;
+    let (number, slot) = sessions.register(session);
+    Ok(NativeSession {
+        number,
+        slot,
+        sessions: sessions.clone(),
+    })
+}
+
+#[napi]
+pub struct NativeSession {
+    number: u32,
+    slot: Arc<SessionSlot>,
+    sessions: Arc<Sessions>,
+}
+
+#[napi]
+impl NativeSession {
+    /// The number operations name this session by (`session` in their options).
+    #[napi(getter, catch_unwind)]
+    pub fn number(&self) -> u32 {
+        self.number
+    }
+
+    /// The `lsid` document `{ id: UUID }`, as BSON.
+    #[napi(getter, catch_unwind)]
+    pub fn id(&self) -> napi::Result<Buffer> {
+        Ok(self.slot.id.to_vec().map_err(Error::from)?.into())
+    }
+
+    /// `{ clusterTime: $clusterTime document | null, operationTime: Timestamp | null }` as BSON:
+    /// the times the session last saw.
+    #[napi(getter, catch_unwind)]
+    pub fn times(&self) -> napi::Result<Buffer> {
+        let seen = lock(&self.slot.seen);
+        let times = doc! {
+            "clusterTime": seen.cluster_time.clone(),
+            "operationTime": seen.operation_time,
+        };
+        Ok(times.to_vec().map_err(Error::from)?.into())
+    }
+
+    /// Ends the session (waits for a read of it in flight to let it go). Idempotent.
+    #[napi(catch_unwind, ts_return_type = "Promise<void>")]
+    pub fn end<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, ()>> {
+        let (slot, sessions, number) = (self.slot.clone(), self.sessions.clone(), self.number);
+        spawn(env, async move {
+            slot.end().await;
+            sessions.forget(number);
+            Ok(())
+        })
+    }
+}
+
+/// The crate's cursor an operation opened: in the crate's implicit session, or in an explicit
+/// session that each getMore takes (so that it carries the session's `lsid` and `$clusterTime`).
+pub enum DriverCursor {
+    Implicit(RawBatchCursor),
+    Explicit(SessionRawBatchCursor, Arc<SessionSlot>),
+}
+
+impl From<RawBatchCursor> for DriverCursor {
+    fn from(cursor: RawBatchCursor) -> Self {
+        Self::Implicit(cursor)
+    }
+}
+
+impl DriverCursor {
+    /// The next server reply (an empty batch of a tailable cursor included), `None` once drained.
+    pub async fn next_batch(&mut self) -> Result<Option<RawBatch>> {
+        Ok(match self {
+            Self::Implicit(cursor) => cursor.next().await.transpose()?,
+            Self::Explicit(cursor, slot) => {
+                let mut session = slot.take().await?;
+                let batch = cursor.stream(&mut session).next().await;
+                batch.transpose()?
+            }
+        })
+    }
+
+    /// See `RawBatchCursor::forget_server_cursor` (vendor/README.md).
+    pub fn forget_server_cursor(&mut self) {
+        match self {
+            Self::Implicit(cursor) => cursor.forget_server_cursor(),
+            Self::Explicit(cursor, _) => cursor.forget_server_cursor(),
+        }
+    }
+}
