@@ -66,13 +66,23 @@ impl NativeClient {
         if let Some(monitor) = &monitor {
             monitor.install(&mut options, commands);
         }
+        // The official driver's connect() selects a server for the client's read preference (a
+        // secondary read preference connects to a set without a primary, and fails when no
+        // member fits); the crate's run_command would select the primary.
+        let criteria = options.selection_criteria.clone();
         let max_pool_size = *options.max_pool_size.get_or_insert(DEFAULT_MAX_POOL_SIZE);
         let pool = PoolGate::new(max_pool_size);
         let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;
         let database = client
             .default_database()
             .unwrap_or_else(|| client.database("admin"));
-        let ping = async move { Ok(database.run_command(doc! { "ping": 1 }).await?) };
+        let ping = async move {
+            let ping = database.run_command(doc! { "ping": 1 });
+            Ok(match criteria {
+                Some(criteria) => ping.selection_criteria(criteria).await?,
+                None => ping.await?,
+            })
+        };
         if let Err(error) = timeouts.start().run(&pool, ping).await {
             client.shutdown().immediate(true).await;
             return Err(error.into());

@@ -100,8 +100,30 @@ const CHECKED_ARITHMETIC_MESSAGES: [&str; 2] = [
 /// `client/executor.rs`).
 const COMMAND_ERROR_WITHOUT_CODE: &str = "error deserializing command error:";
 
+/// The labels the official driver can add to an error itself, in the order it adds them (a network
+/// error of a command: `RetryableWriteError`, then `ResetPool`). The crate keeps labels in a set.
+const LABEL_ORDER: [&str; 6] = [
+    "RetryableWriteError",
+    "TransientTransactionError",
+    "UnknownTransactionCommitResult",
+    "ResumableChangeStreamError",
+    "HandshakeError",
+    "ResetPool",
+];
+
+/// An error's labels in a stable order: the official driver's own (`LABEL_ORDER`) first, then the
+/// others (the server's) by name.
+fn ordered_labels(error: &mongodb::error::Error) -> Vec<&String> {
+    let mut labels: Vec<&String> = error.labels().iter().collect();
+    labels.sort_by_key(|label| {
+        let rank = LABEL_ORDER.iter().position(|known| known == label);
+        (rank.unwrap_or(LABEL_ORDER.len()), label.as_str())
+    });
+    labels
+}
+
 fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
-    let labels: Vec<&String> = error.labels().iter().collect();
+    let labels = ordered_labels(error);
     let message = error.kind.to_string();
     match error.kind.as_ref() {
         ErrorKind::Command(command) => json!({
@@ -154,6 +176,11 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
             dns_payload(message).unwrap_or_else(|| json!({ "kind": "parse", "message": message }))
         }
         ErrorKind::InvalidTlsConfig { message, .. } => json!({ "kind": "parse", "message": message }),
+        // A load balancer whose hello has no `serviceId`: the crate's message is the official
+        // driver's, behind its own "The server does not support a database operation: ".
+        ErrorKind::IncompatibleServer { message, .. } => {
+            json!({ "kind": "compatibility", "message": message })
+        }
         ErrorKind::Shutdown => json!({ "kind": "closed", "message": "client is closed", "what": "client" }),
         _ => json!({ "kind": "driver", "message": message, "errorLabels": labels }),
     }
@@ -234,13 +261,25 @@ fn server_selection_payload(message: &str) -> serde_json::Value {
         .collect();
     json!({
         "kind": "serverSelection",
-        "message": format!(
-            "Server selection timed out: {}",
-            summary.trim_start_matches("Server selection timeout: ")
-        ),
+        "message": selection_timeout_message(summary),
         "topologyType": topology_type,
         "servers": servers,
     })
+}
+
+/// The official driver's message for a selection that found no suitable server: `Server
+/// selection timed out after 3000 ms` (the vendored crate starts its own with it, then says why in
+/// its own terms, a Rust debug dump of the read preference among them).
+fn selection_timeout_message(summary: &str) -> String {
+    match summary.split_once(" ms: ") {
+        Some((timed_out, _)) if timed_out.starts_with("Server selection timed out after ") => {
+            format!("{timed_out} ms")
+        }
+        _ => format!(
+            "Server selection timed out: {}",
+            summary.trim_start_matches("Server selection timeout: ")
+        ),
+    }
 }
 
 /// One server of a topology's text: `h:p, Type: Unknown, Error: Kind: ..., labels: {...}, ...`.

@@ -602,6 +602,8 @@ function fromPayload(payload: NativeErrorPayload): Error {
       return new MongoCursorExhaustedError(message, options)
     case 'parse':
       return new MongoParseError(message, options)
+    case 'compatibility':
+      return new MongoCompatibilityError(message, options)
     case 'closed':
       return new MongoNotConnectedError('Client must be connected before running operations', options)
     case 'clientClosed':

@@ -22,6 +22,11 @@ export const CLOSE_CONNECTION = Symbol('close connection')
  */
 export type WireReply = Document | { bytes: (requestId: number) => Buffer } | typeof CLOSE_CONNECTION | null
 
+/** Which connection a command came on: its number on this server, from 1 in the order they opened. */
+export interface WireContext {
+  connection: number
+}
+
 export interface WireServerOptions {
   /**
    * Answers every command but the handshake, `ping`, `endSessions` and `killCursors` (the server
@@ -29,7 +34,7 @@ export interface WireServerOptions {
    * other command gets `{ ok: 1 }`. A promise delays the answer until it settles (a slow or hung
    * getMore: a promise that never settles is a server that never answers).
    */
-  answer?: (command: Document) => WireReply | Promise<WireReply>
+  answer?: (command: Document, context: WireContext) => WireReply | Promise<WireReply>
   /** Answer hello as a mongos (`msg: 'isdbgrid'`): drivers then send `$readPreference`. */
   mongos?: boolean
   /**
@@ -38,7 +43,7 @@ export interface WireServerOptions {
    * `hosts`, `serviceId`...). Called for every handshake and monitoring check, so a test can change
    * what it returns (an election, a member going away).
    */
-  hello?: (command: Document) => Document
+  hello?: (command: Document, context: WireContext) => Document | Promise<Document | null>
   /** Documents every find / aggregate returns (when there is no `answer`). */
   documents?: Document[]
   /** Milliseconds to wait before answering a find or aggregate. */
@@ -161,20 +166,21 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
   const killed: bigint[] = []
   const cursors: OpenCursors = new Map()
   const sockets = new Set<Socket>()
+  let connections = 0
 
-  const answer = (command: Document): WireReply | Promise<WireReply> => {
+  const answer = (command: Document, context: WireContext): WireReply | Promise<WireReply> => {
     const name = Object.keys(command)[0]!
-    if (HANDSHAKE.has(name)) return options.hello?.(command) ?? helloReply(options.mongos ?? false)
+    if (HANDSHAKE.has(name)) return options.hello?.(command, context) ?? helloReply(options.mongos ?? false)
     if (name === 'ping' || name === 'endSessions') return { ok: 1 }
     if (name === 'killCursors') {
       for (const id of command.cursors as (Long | number)[]) killed.push(BigInt(id.toString()))
       return { cursorsKilled: command.cursors, cursorsNotFound: [], cursorsAlive: [], ok: 1 }
     }
-    if (options.answer) return options.answer(command)
+    if (options.answer) return options.answer(command, context)
     return answerFromDocuments(command, options.documents ?? [], cursors)
   }
 
-  const respond = async (socket: Socket, message: Buffer) => {
+  const respond = async (socket: Socket, context: WireContext, message: Buffer) => {
     const requestId = message.readInt32LE(4)
     const opCode = message.readInt32LE(12)
     const command = readCommand(message)
@@ -188,7 +194,7 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
       await new Promise((resolve) => setTimeout(resolve, options.delayMS))
       if (socket.destroyed) return
     }
-    const reply = await answer(command)
+    const reply = await answer(command, context)
     if (reply === null || socket.destroyed) return
     if (reply === CLOSE_CONNECTION) {
       socket.destroy()
@@ -200,6 +206,7 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
 
   const server = createServer((socket) => {
     sockets.add(socket)
+    const context: WireContext = { connection: ++connections }
     socket.on('close', () => sockets.delete(socket))
     socket.on('error', () => socket.destroy())
     let pending = Buffer.alloc(0)
@@ -208,7 +215,7 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
       while (pending.length >= 4 && pending.length >= pending.readInt32LE(0)) {
         const message = pending.subarray(0, pending.readInt32LE(0))
         pending = pending.subarray(message.length)
-        void respond(socket, message)
+        void respond(socket, context, message)
       }
     })
   })

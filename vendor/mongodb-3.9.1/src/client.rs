@@ -559,7 +559,7 @@ impl Client {
                             let error: Error = ErrorKind::ServerSelection {
                                 message: state
                                     .description
-                                    .server_selection_timeout_error_message(criteria),
+                                    .server_selection_timeout_error_message(criteria, timeout),
                             }
                             .into();
 

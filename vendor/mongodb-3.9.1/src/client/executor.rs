@@ -692,6 +692,7 @@ impl Client {
                     }
 
                     err.add_labels_and_update_pin(retryability, session.as_deref_mut());
+                    self.add_node_network_labels(&mut err, connection, session.as_deref());
                     op.handle_error(err)
                 }
                 Ok(response) => {
@@ -1001,6 +1002,38 @@ impl Client {
                         message: format!("error deserializing command error: {e}"),
                     })
                 }))
+        }
+    }
+
+    /// rumongo patch: the labels the Node driver gives a network error of any command, reads
+    /// included (its `Server.decorateCommandError` and `handleError`): `RetryableWriteError` when
+    /// retryable writes are on and the server supports them, outside a transaction, and
+    /// `ResetPool` for a network error other than a timeout, outside load-balanced mode. rumongo's
+    /// users read these labels as the official driver's; the crate's own retry decisions for reads
+    /// do not look at them (writes already get `RetryableWriteError` here).
+    fn add_node_network_labels(
+        &self,
+        err: &mut Error,
+        connection: &PooledConnection,
+        session: Option<&ClientSession>,
+    ) {
+        if !err.is_network_error() {
+            return;
+        }
+        let in_transaction = session.is_some_and(|session| session.in_transaction());
+        let supports_retryable_writes = connection
+            .stream_description()
+            .is_ok_and(|description| description.supports_retryable_writes());
+        if self.inner.options.retry_writes != Some(false)
+            && supports_retryable_writes
+            && !in_transaction
+        {
+            err.add_label(RETRYABLE_WRITE_ERROR);
+        }
+        let timed_out =
+            matches!(err.kind.as_ref(), ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::TimedOut);
+        if !self.is_load_balanced() && !timed_out {
+            err.add_label("ResetPool");
         }
     }
 

@@ -21,7 +21,7 @@ use super::{
 use crate::{
     bson::oid::ObjectId,
     cmap::{PoolGeneration, StreamDescription},
-    error::{Error, Result},
+    error::{Error, ErrorKind, Result},
     event::cmap::{
         ConnectionCheckedInEvent,
         ConnectionCheckedOutEvent,
@@ -151,7 +151,7 @@ impl PooledConnection {
         &mut self,
         message: impl TryInto<Message, Error = impl Into<Error>>,
     ) -> Result<RawCommandResponse> {
-        match self.state {
+        let result = match self.state {
             PooledConnectionState::CheckedOut {
                 cancellation_receiver: Some(ref mut cancellation_receiver),
                 ..
@@ -161,6 +161,23 @@ impl PooledConnection {
                     .await
             }
             _ => self.connection.send_message(message).await,
+        };
+        result.map_err(|error| self.closed_by_server(error))
+    }
+
+    /// rumongo patch: a reply cut short because the server closed the connection reads as the
+    /// Node driver says it, `connection 3 to 127.0.0.1:27017 closed` (naming the connection and
+    /// the server), instead of the bare `unexpected end of file`. Still an I/O error of kind
+    /// `UnexpectedEof`, so retries and SDAM treat it as before. Monitoring connections (not
+    /// pooled) keep the crate's text.
+    fn closed_by_server(&self, error: Error) -> Error {
+        match error.kind.as_ref() {
+            ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                let message = format!("connection {} to {} closed", self.id, self.address);
+                ErrorKind::from(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, message))
+                    .into()
+            }
+            _ => error,
         }
     }
 

@@ -93,17 +93,22 @@ pub(crate) fn attempt_to_select_server<'a>(
 }
 
 impl TopologyDescription {
+    /// rumongo patch: the message starts as the official Node driver's, `Server selection timed
+    /// out after 3000 ms`, which rumongo keeps (the crate said `Server selection timeout:`, without
+    /// the time).
     pub(crate) fn server_selection_timeout_error_message(
         &self,
         criteria: &SelectionCriteria,
+        timeout: std::time::Duration,
     ) -> String {
+        let timed_out = format!("Server selection timed out after {} ms", timeout.as_millis());
         if self.has_available_servers() {
             format!(
-                "Server selection timeout: None of the available servers suitable for criteria \
-                 {criteria:?}. Topology: {self}"
+                "{timed_out}: None of the available servers suitable for criteria {criteria:?}. \
+                 Topology: {self}"
             )
         } else {
-            format!("Server selection timeout: No available servers. Topology: {self}")
+            format!("{timed_out}: No available servers. Topology: {self}")
         }
     }
 
