@@ -9,7 +9,14 @@ pub(crate) mod options;
 mod status;
 mod worker;
 
-use std::time::Instant;
+use std::{
+    future::Future,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
 
 use derive_where::derive_where;
 
@@ -159,6 +166,7 @@ impl ConnectionPool {
 
         match conn {
             Ok(ref conn) => {
+                let _ = CHECKOUT_WATCH.try_with(|watch| watch.0.store(true, Ordering::Relaxed));
                 self.event_emitter
                     .emit_event(|| conn.checked_out_event(time_started).into());
             }
@@ -202,4 +210,27 @@ impl ConnectionPool {
 
 pub(crate) fn is_faas() -> bool {
     establish::handshake::FaasEnvironmentName::new().is_some()
+}
+
+tokio::task_local! {
+    static CHECKOUT_WATCH: CheckoutWatch;
+}
+
+/// Tells whether a future has been lent a connection by a pool (rumongo patch, see
+/// vendor/README.md): a caller that gives up on an operation can then tell one still waiting for a
+/// connection (dropped, its checkout request leaves the queue) from one whose command is on the
+/// wire (left to finish, its connection goes back to the pool instead of being closed).
+#[derive(Clone, Debug, Default)]
+pub struct CheckoutWatch(Arc<AtomicBool>);
+
+impl CheckoutWatch {
+    /// Runs `future`, noting any connection checked out for it.
+    pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
+        CHECKOUT_WATCH.scope(self.clone(), future)
+    }
+
+    /// Whether a connection was checked out for the future run in `scope`.
+    pub fn checked_out(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }
