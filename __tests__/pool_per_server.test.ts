@@ -185,6 +185,40 @@ describe('maxPoolSize bounds the reads in flight to each server, not to the clie
   )
 })
 
+describe('maxPoolSize=0: no limit, as in the official driver', () => {
+  // The Rust driver refuses 0 ("cannot specify maxPoolSize=0"): rumongo failed to connect.
+  const CLIENTS: [string, (uri: string) => any][] = [
+    ['official', (uri) => new OfficialClient(uri)],
+    ['rumongo', (uri) => new MongoClient(uri)],
+  ]
+  it.each(CLIENTS)(
+    '40 finds over 2 mongos all in flight; options and pool events say 0 (%s)',
+    async (_, create) => {
+      const deployment = await deploy('mongos', 2)
+      const client = create(deployment.uri('maxPoolSize=0'))
+      const pools: number[] = []
+      client.on('connectionPoolCreated', (event: { options: Document }) =>
+        pools.push(event.options.maxPoolSize),
+      )
+      try {
+        await client.connect()
+        expect(client.options.maxPoolSize).toBe(0)
+        await warmUp(client, deployment)
+        const held = client.db('test').collection('held')
+        const finds = Array.from({ length: 40 }, (_, n) => held.find({ n }).toArray())
+        await until(() => deployment.holding() >= 40, 300)
+        expect(deployment.holding()).toBe(40)
+        deployment.release()
+        await Promise.all(finds)
+        expect(pools).toEqual([0, 0])
+      } finally {
+        await client.close()
+      }
+    },
+    60_000,
+  )
+})
+
 describe('a hung member does not delay the reads routed to another', () => {
   it.each(DRIVERS)(
     'reads to the primary settle while both secondaries hold theirs (%s)',

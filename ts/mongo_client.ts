@@ -18,6 +18,7 @@ import {
   parseBoolean,
   parseDriverInfo,
   parseServerApi,
+  rustDriverQuery,
   uriOptionValues,
 } from './client_options.js'
 import { Db, type DbOptions } from './db.js'
@@ -301,7 +302,7 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
       monitorCommands = parseBoolean(name, value)
     }
   }
-  const search = query.toString()
+  const search = rustDriverQuery(query).toString()
   const credentials = userinfo === undefined ? '' : `${userinfo}@`
   const uri = `${parsed.scheme}${credentials}${parsed.hosts}${parsed.path || '/'}${search ? `?${search}` : ''}`
   return {
