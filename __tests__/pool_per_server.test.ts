@@ -219,6 +219,70 @@ describe('maxPoolSize=0: no limit, as in the official driver', () => {
   )
 })
 
+describe('waitQueueTimeoutMS bounds the wait for a pooled connection, as in the official driver', () => {
+  // The Rust driver parsed it and dropped it: a read waited for a connection without end.
+  const CLIENTS: [string, (uri: string) => any][] = [
+    ['official', (uri) => new OfficialClient(uri)],
+    ['rumongo', (uri) => new MongoClient(uri)],
+  ]
+  /** The error of a read that waits for the only connection, held by a find the server holds. */
+  async function waitingRead(create: (uri: string) => any, uri: string, readOptions: Document) {
+    const deployment = await deploy('mongos', 1)
+    const client = create(deployment.uri(`maxPoolSize=1&waitQueueTimeoutMS=300${uri}`))
+    const checkoutFailures: string[] = []
+    client.on('connectionCheckOutFailed', (event: { reason: string }) => checkoutFailures.push(event.reason))
+    try {
+      await client.connect()
+      const test = client.db('test')
+      const holding = test.collection('held').findOne({})
+      await until(() => deployment.holding() === 1)
+      const started = Date.now()
+      const error = await test
+        .collection('fast')
+        .findOne({}, readOptions)
+        .catch((caught: Error) => caught)
+      const waited = Date.now() - started
+      deployment.release()
+      await holding
+      return { error, waited, checkoutFailures }
+    } finally {
+      await client.close()
+    }
+  }
+
+  it.each(CLIENTS)(
+    'without timeoutMS: MongoWaitQueueTimeoutError after 300 ms (%s)',
+    async (_, create) => {
+      const { error, waited, checkoutFailures } = await waitingRead(create, '', {})
+      expect(error.name).toBe('MongoWaitQueueTimeoutError')
+      expect(error.message).toBe('Timed out while checking out a connection from connection pool')
+      expect(waited).toBeGreaterThanOrEqual(250)
+      expect(waited).toBeLessThan(10_000)
+      expect(checkoutFailures).toEqual(['timeout'])
+    },
+    60_000,
+  )
+
+  it.each(CLIENTS)(
+    'with an operation timeoutMS too (%s)',
+    async (_, create) => {
+      const { error } = await waitingRead(create, '', { timeoutMS: 1_500 })
+      expect(error.name).toBe('MongoWaitQueueTimeoutError')
+    },
+    60_000,
+  )
+
+  it.each(CLIENTS)(
+    "under the client's timeoutMS too (%s)",
+    async (_, create) => {
+      // The official driver 7.9 does not let timeoutMS bound the checkout of a read in its place.
+      const { error } = await waitingRead(create, '&timeoutMS=1500', {})
+      expect(error.name).toBe('MongoWaitQueueTimeoutError')
+    },
+    60_000,
+  )
+})
+
 describe('a hung member does not delay the reads routed to another', () => {
   it.each(DRIVERS)(
     'reads to the primary settle while both secondaries hold theirs (%s)',
