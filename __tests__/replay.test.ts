@@ -754,3 +754,53 @@ describe('--load', () => {
     }
   })
 })
+
+describe('--replica-set', () => {
+  it('answers hello as the members of replica set rs; both drivers read through it', async () => {
+    const members: Replay = await startReplay({ docs: 100, replicaSet: 3 })
+    try {
+      const hosts = /^mongodb:\/\/([^/]+)\/\?replicaSet=rs$/.exec(members.uri)![1]!.split(',')
+      expect(hosts).toHaveLength(3)
+      const uri = `${members.uri}&readPreference=nearest&localThresholdMS=10000`
+      const officialSet = await OfficialClient.connect(uri)
+      try {
+        const hellos = await Promise.all(
+          hosts.map(async (host) => {
+            const direct = await OfficialClient.connect(`mongodb://${host}/?directConnection=true`)
+            try {
+              return await direct.db('admin').command({ hello: 1 })
+            } finally {
+              await direct.close()
+            }
+          }),
+        )
+        hellos.forEach((hello, index) =>
+          expect(hello).toMatchObject({
+            isWritablePrimary: index === 0,
+            secondary: index !== 0,
+            setName: 'rs',
+            hosts,
+            primary: hosts[0],
+            me: hosts[index],
+          }),
+        )
+        const types = () =>
+          [...officialSet.topology!.description.servers.values()].map((server) => server.type)
+        await expect.poll(() => types().sort()).toEqual(['RSPrimary', 'RSSecondary', 'RSSecondary'])
+        const read = await officialSet.db('bench').collection('orders').findOne({}, { skip: 99 })
+        expect(read).toMatchObject({ n: 99 })
+      } finally {
+        await officialSet.close()
+      }
+      const client = await MongoClient.connect(uri)
+      try {
+        const last = await client.db('bench').collection('orders').findOne({}, { skip: 99 })
+        expect(last).toMatchObject({ n: 99 })
+      } finally {
+        await client.close()
+      }
+    } finally {
+      await members.stop()
+    }
+  }, 60_000)
+})

@@ -4,7 +4,7 @@
 // a markdown table per target and writes bench/results/<date-time>.md (kept) and .json (raw data);
 // a full run then refreshes BENCHMARKS.md's "Where it stands" table (bench/summary.mjs).
 //
-//   node bench/run.mjs [--quick] [--target replay|devdb|all] [--filter <substring>]
+//   node bench/run.mjs [--quick] [--target replay|replay-rs|devdb|all] [--filter <substring>]
 //
 // See bench/README.md for what each column means.
 import { fork } from 'node:child_process'
@@ -199,7 +199,9 @@ async function runTarget(name, options, { progress, publish }) {
     const rows = await measureTarget(target, options, progress)
     const result = { name, description: target.description, rows }
     // A filter that selects none of the target's cells (e.g. --filter small) leaves out its table.
-    if (rows.length > 0 || !options.filter) publish(targetSection(result))
+    // So does a target without that family (replay-rs runs the small reads only).
+    if (rows.length > 0 || (!options.filter && planFor(target.kind, options.quick).length > 0))
+      publish(targetSection(result))
     if (name === 'replay') {
       // Mongoose with and without rumongo's plugin, beside the Model rows (its own replay server).
       result.mongoosePlugin = await measureMongoosePlugin(options, progress)

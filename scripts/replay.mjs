@@ -1,6 +1,6 @@
 // The benchmark replay server (bench/replay/): built on first use, started, stopped.
 //
-// CLI:     npm run replay -- --port <port> [--docs <n>] [--load <name>=<path>]...
+// CLI:     npm run replay -- --port <port> [--docs <n>] [--replica-set <members>] [--load <name>=<path>]...
 //          (foreground; prints "replay ready <uri>")
 // Library: const server = await startReplay(); server.uri; await server.stop()
 import { execFileSync } from 'node:child_process'
@@ -34,11 +34,13 @@ export function ensureReplayBinary() {
  * Starts the replay server and resolves once it accepts connections. Without `port`, the server
  * picks a free one. `docs` is the number of documents of each generated collection (1,000,000 by
  * default); `load` maps collection names to files of concatenated BSON documents served as is.
+ * `replicaSet`: that many members of replica set `rs` (the uri lists them all, `?replicaSet=rs`).
  */
-export async function startReplay({ port = 0, docs, load = {}, timeoutMs = 300_000 } = {}) {
+export async function startReplay({ port = 0, docs, replicaSet, load = {}, timeoutMs = 300_000 } = {}) {
   ensureReplayBinary()
   const args = ['--port', String(port)]
   if (docs !== undefined) args.push('--docs', String(docs))
+  if (replicaSet !== undefined) args.push('--replica-set', String(replicaSet))
   for (const [name, path] of Object.entries(load)) args.push('--load', `${name}=${path}`)
   return startServer('replay', binary, args, timeoutMs)
 }
@@ -48,11 +50,13 @@ async function main() {
     options: {
       port: { type: 'string', default: '27017' },
       docs: { type: 'string' },
+      'replica-set': { type: 'string' },
       load: { type: 'string', multiple: true, default: [] },
     },
   })
   const load = Object.fromEntries(values.load.map((entry) => entry.split(/=(.*)/s).slice(0, 2)))
-  const server = await startReplay({ port: Number(values.port), docs: values.docs, load })
+  const replicaSet = values['replica-set'] === undefined ? undefined : Number(values['replica-set'])
+  const server = await startReplay({ port: Number(values.port), docs: values.docs, replicaSet, load })
   serveInForeground(server, `replay ready ${server.uri}`)
 }
 

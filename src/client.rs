@@ -11,7 +11,7 @@ use crate::{
     collection::NativeCollection,
     connect::{client_options, ConnectOptions},
     database::NativeDatabase,
-    deadline::{ClientTimeouts, PoolGate},
+    deadline::{ClientTimeouts, CloseSignal},
     error::Error,
     events::{EventCallback, Monitor},
     session::{start_session, NativeSession},
@@ -70,8 +70,9 @@ impl NativeClient {
         // secondary read preference connects to a set without a primary, and fails when no
         // member fits); the crate's run_command would select the primary.
         let criteria = options.selection_criteria.clone();
-        let max_pool_size = *options.max_pool_size.get_or_insert(DEFAULT_MAX_POOL_SIZE);
-        let pool = PoolGate::new(max_pool_size);
+        // Per server: the crate keeps one pool for each server it selects.
+        options.max_pool_size.get_or_insert(DEFAULT_MAX_POOL_SIZE);
+        let closing = CloseSignal::new();
         let client = mongodb::Client::with_options(options).map_err(Error::from_uri_error)?;
         let database = client
             .default_database()
@@ -83,12 +84,12 @@ impl NativeClient {
                 None => ping.await?,
             })
         };
-        if let Err(error) = timeouts.start().run(&pool, ping).await {
+        if let Err(error) = timeouts.start().run(&closing, ping).await {
             client.shutdown().immediate(true).await;
             return Err(error.into());
         }
         Ok(NativeClient {
-            state: Arc::new(ClientState::new(client, timeouts, pool)),
+            state: Arc::new(ClientState::new(client, timeouts, closing)),
             monitor,
         })
     }
@@ -158,7 +159,7 @@ impl NativeClient {
             };
             // First, as the official driver closes its checked-out connections first: a getMore
             // that waits for a server that never answers no longer holds its cursor.
-            state.pool.close();
+            state.closing.close();
             for slot in state.cursors.take_all() {
                 // A cursor still busy after the grace period is dropped with the client instead.
                 let _ = tokio::time::timeout(CLOSE_GRACE, slot.close_for_client()).await;

@@ -1,12 +1,12 @@
 //! What a client shares with every database, collection and cursor made from it: its driver
-//! client (until `close()`), its open cursors, its timeouts and its pool slots. It sits below both
+//! client (until `close()`), its open cursors, its timeouts and the signal its `close()` sends to the steps in flight. It sits below both
 //! `client.rs` (which creates it) and the handles that use it, so neither depends on the other.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::{
     cursor::{CursorOwner, NativeCursor, OpenCursors, OpenedCursor},
-    deadline::{ClientTimeouts, CursorTimeout, PoolGate},
+    deadline::{ClientTimeouts, CloseSignal, CursorTimeout},
     error::{Error, Result},
     format::BatchOutput,
     session::{DriverCursor, Sessions},
@@ -18,8 +18,8 @@ pub struct ClientState {
     pub cursors: OpenCursors,
     /// `timeoutMS` and `socketTimeoutMS`, which the crate does not implement.
     pub timeouts: ClientTimeouts,
-    /// Slots of the connection pool: every step that may need a connection takes one first.
-    pub pool: PoolGate,
+    /// Cancelled by `close()`: ends every step in flight.
+    pub closing: CloseSignal,
     /// The explicit sessions its reads may name (`session.rs`); its `close()` ends them.
     pub sessions: Arc<Sessions>,
 }
@@ -53,12 +53,12 @@ impl ClientState {
         NativeCursor::open(cursor, single_batch, output, self.clone(), timeout, limit).await
     }
 
-    pub fn new(client: mongodb::Client, timeouts: ClientTimeouts, pool: PoolGate) -> Self {
+    pub fn new(client: mongodb::Client, timeouts: ClientTimeouts, closing: CloseSignal) -> Self {
         Self {
             client: Mutex::new(Some(client)),
             cursors: OpenCursors::default(),
             timeouts,
-            pool,
+            closing,
             sessions: Arc::default(),
         }
     }
@@ -74,8 +74,8 @@ impl CursorOwner for ClientState {
         &self.cursors
     }
 
-    fn pool(&self) -> &PoolGate {
-        &self.pool
+    fn closing(&self) -> &CloseSignal {
+        &self.closing
     }
 
     fn driver(&self) -> Result<mongodb::Client> {

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     batch::{document_count, encode_batch, encode_reply_in_parts, is_last_reply, PendingBatch},
-    deadline::{CursorTimeout, Deadline, PoolGate, DETACHED_GRACE},
+    deadline::{CloseSignal, CursorTimeout, Deadline, DETACHED_GRACE},
     error::{Error, Result},
     events::{self, StepCommands},
     format::{BatchOutput, DocumentBatch},
@@ -141,13 +141,13 @@ impl SharedCursor {
         single_batch: bool,
         output: BatchOutput,
         deadline: Deadline,
-        pool: &PoolGate,
+        closing: &CloseSignal,
     ) -> Result<Option<DocumentBatch>> {
-        let (cursor, pool) = (self.clone(), pool.clone());
+        let (cursor, closing) = (self.clone(), closing.clone());
         let commands = StepCommands::default();
         let mut read = Box::pin(commands.scope(async move {
             cursor
-                .read_open(ticket, single_batch, output, deadline, &pool)
+                .read_open(ticket, single_batch, output, deadline, &closing)
                 .await
         }));
         tokio::select! {
@@ -173,7 +173,7 @@ impl SharedCursor {
         single_batch: bool,
         output: BatchOutput,
         deadline: Deadline,
-        pool: &PoolGate,
+        closing: &CloseSignal,
     ) -> Result<Option<DocumentBatch>> {
         let turn = self.turn(ticket).await;
         let mut reads = self.reads.lock().await;
@@ -206,7 +206,7 @@ impl SharedCursor {
             let batch = cursor.next_batch().await?;
             Ok((cursor, batch))
         };
-        let (cursor, batch) = match deadline.run(pool, step).await {
+        let (cursor, batch) = match deadline.run(closing, step).await {
             Ok(fetched) => fetched,
             Err(error) => {
                 // The driver cursor went with the step (killed on the server).
@@ -289,10 +289,10 @@ impl SharedCursor {
             let kill = doc! { "killCursors": target.collection.as_str(), "cursors": [target.id] };
             let database = driver.database(&target.database);
             let run = async move { Ok(database.run_command(kill).await?) };
-            let pool = client.pool().clone();
+            let closing = client.closing().clone();
             // In a task of its own: it goes on after `KILL_WAIT`, and its errors are ignored, as
             // the official driver ignores them.
-            let kill = events::own_kill(async move { Deadline::default().run(&pool, run).await });
+            let kill = events::own_kill(async move { Deadline::default().run(&closing, run).await });
             killed = matches!(
                 tokio::time::timeout(KILL_WAIT, tokio::spawn(kill)).await,
                 Ok(Ok(Ok(_)))
@@ -385,7 +385,7 @@ pub struct NativeCursor {
     output: BatchOutput,
     /// The deadline of its getMores (`timeoutMS`, `socketTimeoutMS`).
     timeout: CursorTimeout,
-    /// Its client: the pool slots each getMore takes one of, the driver that `close()` kills with.
+    /// Its client: the close signal that ends its getMores, the driver that `close()` kills with.
     client: Arc<dyn CursorOwner>,
 }
 
@@ -395,8 +395,8 @@ pub struct NativeCursor {
 pub trait CursorOwner: Send + Sync {
     /// The client's open cursors, which its `close()` closes.
     fn cursors(&self) -> &OpenCursors;
-    /// The pool slots each getMore, and a cursor's killCursors, takes one of.
-    fn pool(&self) -> &PoolGate;
+    /// What ends each getMore, and a cursor's killCursors, when the client closes.
+    fn closing(&self) -> &CloseSignal;
     /// The driver client, until the client closed.
     fn driver(&self) -> Result<mongodb::Client>;
 }
@@ -418,7 +418,7 @@ impl NativeCursor {
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         // The first reply came with the find: reading it takes no connection.
         let first_batch = slot
-            .read(ticket, single_batch, output, timeout.next(), &PoolGate::NONE)
+            .read(ticket, single_batch, output, timeout.next(), &CloseSignal::NONE)
             .await?;
         // Without more batches the driver cursor is drained and dropped already (`read`).
         let more = first_batch.as_ref().is_some_and(|batch| batch.has_more);
@@ -445,7 +445,7 @@ impl NativeCursor {
         let (deadline, client) = (self.timeout.next(), self.client.clone());
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         spawn(env, async move {
-            slot.read(ticket, single_batch, output, deadline, client.pool())
+            slot.read(ticket, single_batch, output, deadline, client.closing())
                 .await
         })
     }

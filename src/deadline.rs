@@ -4,22 +4,20 @@
 //! Every network step of an operation (the command that opens a cursor, each getMore, a count or
 //! distinct) runs through `Deadline::run`. When a limit passes, the caller gets the error at once
 //! and the step finishes in the background (bounded), so that the connection pool gets back what
-//! it lent: see `PoolGate` and `Deadline::run`. A dropped cursor is killed.
+//! it lent: see `CloseSignal` and `Deadline::run`. A dropped cursor is killed.
 //!
-//! The client's `close()` ends every step at once (`PoolGate::close`), as the official driver
+//! The client's `close()` ends every step at once (`CloseSignal::close`), as the official driver
 //! closes its checked-out connections: a read waiting for a server that never answers fails with
 //! `ClientClosed` instead of holding `close()` up.
 
 use std::{
     future::{poll_fn, Future},
     pin::Pin,
-    sync::Arc,
     task::Poll,
     time::{Duration, Instant},
 };
 
-use mongodb::error::ErrorKind;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use mongodb::{error::ErrorKind, CheckoutWatch};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -173,42 +171,34 @@ impl CursorTimeout {
 /// How long a step that ran out of time may go on in the background to give its connection back
 /// (see `Deadline::run`) before it is dropped anyway: long enough for a connection handshake and a
 /// command the server stops at its `maxTimeMS`, short enough that a hung server cannot hold a
-/// pool slot for good.
+/// pooled connection for good.
 pub const DETACHED_GRACE: Duration = Duration::from_secs(10);
 
-/// The client's connection-pool slots, handed out in request order before a step reaches the
-/// crate's pool.
+/// Where the client's `close()` reaches the steps in flight: every step runs under it (see
+/// `Deadline::run`), and `close()` ends them all at once.
 ///
-/// Why: the crate's pool worker serves at most one queued checkout request per event it handles (a
-/// check-in, a new request, or its 500 ms maintenance tick), and a request whose caller gave up
-/// stays queued until served. A burst of 100 `findOne({}, { timeoutMS: 2 })` on `maxPoolSize: 2`
-/// left ~70 such requests ahead of the next read, which then waited ~14 s (27 s with
-/// `maxPoolSize: 1`). Here a step waits for a slot in a queue it leaves when it gives up; one that
-/// holds a slot finds a free or establishable connection in the crate's pool, and keeps its slot
-/// until the crate has that connection back (see `Deadline::run`).
-///
-/// It is also where the client's `close()` reaches the steps in flight (`close`).
+/// It no longer limits how many steps run at once: `maxPoolSize` is the crate's, per server (as in
+/// the official driver), applied after the server is selected. rumongo once handed out one slot
+/// per pooled connection here, client-wide, before the crate selected a server, because the
+/// crate's pool worker left the checkout requests of reads that gave up queued ahead of the next
+/// read (~14 s after a timed-out burst); the vendored crate now drops them (vendor/README.md). The
+/// client-wide slots made `maxPoolSize: 2` over 3 replica-set members 2 reads in flight (official:
+/// 6) and let a slow member stall the reads routed to the others.
 #[derive(Clone, Debug, Default)]
-pub struct PoolGate {
-    slots: Option<Arc<Semaphore>>,
+pub struct CloseSignal {
     /// Cancelled by the client's `close()`.
     closed: Option<CancellationToken>,
 }
 
-impl PoolGate {
-    /// One slot per pooled connection; `maxPoolSize: 0` (no limit in the crate) needs no slots.
-    pub fn new(max_pool_size: u32) -> Self {
+impl CloseSignal {
+    pub fn new() -> Self {
         Self {
-            slots: (max_pool_size > 0).then(|| Arc::new(Semaphore::new(max_pool_size as usize))),
             closed: Some(CancellationToken::new()),
         }
     }
 
     /// For a step that needs no connection (a cursor's first batch, already received).
-    pub const NONE: PoolGate = PoolGate {
-        slots: None,
-        closed: None,
-    };
+    pub const NONE: CloseSignal = CloseSignal { closed: None };
 
     /// Ends every step of the client, running or detached, and every later one, with
     /// `ClientClosed`. What a dropped step held goes with it: its connection is closed, a cursor
@@ -216,19 +206,6 @@ impl PoolGate {
     pub fn close(&self) {
         if let Some(closed) = &self.closed {
             closed.cancel();
-        }
-    }
-
-    async fn enter(&self) -> Option<OwnedSemaphorePermit> {
-        // The semaphore is never closed.
-        self.slots.clone()?.acquire_owned().await.ok()
-    }
-
-    /// A slot if one is free now; `Err` when every slot is busy.
-    fn try_enter(&self) -> std::result::Result<Option<OwnedSemaphorePermit>, ()> {
-        match &self.slots {
-            Some(slots) => slots.clone().try_acquire_owned().map(Some).map_err(|_| ()),
-            None => Ok(None),
         }
     }
 }
@@ -257,16 +234,16 @@ impl Deadline {
     /// rumongo's (the attempt is abandoned here, and its command fails in the command events).
     pub async fn run_read<I: Clone, T: Send + 'static, S: Future<Output = Result<T>> + Send + 'static>(
         &self,
-        pool: &PoolGate,
+        closing: &CloseSignal,
         retryable: bool,
         input: I,
         step: impl Fn(I) -> S,
     ) -> Result<T> {
         if !(retryable && self.retry_reads && self.socket.is_some()) {
-            return self.run(pool, step(input)).await;
+            return self.run(closing, step(input)).await;
         }
-        match self.run(pool, step(input.clone())).await {
-            Err(Error::SocketTimeout(_)) if !self.expired() => self.run(pool, step(input)).await,
+        match self.run(closing, step(input.clone())).await {
+            Err(Error::SocketTimeout(_)) if !self.expired() => self.run(closing, step(input)).await,
             result => result,
         }
     }
@@ -278,24 +255,24 @@ impl Deadline {
 
     /// Runs one network step under the deadline. An expired `timeoutMS` fails with
     /// `OperationTimeout` (so does the server's `MaxTimeMSExpired` under a `timeoutMS`); a round
-    /// trip longer than `socketTimeoutMS` fails with `SocketTimeout`. The step holds a slot of
-    /// `pool` while it runs; waiting for one counts against the limits.
+    /// trip longer than `socketTimeoutMS` fails with `SocketTimeout`. Waiting for a connection (the
+    /// crate's server selection and pool checkout) counts against the limits.
     ///
-    /// A step that runs out of time is not dropped where it stands: the caller gets the error at
-    /// once, and the step goes on in the background with its slot (at most `DETACHED_GRACE`).
-    /// Dropped while its checkout request waits in the crate's pool, or while the connection made
-    /// for it is being established, it would leave the pool short of a connection that the gate
-    /// counts as free, and the next step would queue behind a request nobody waits for.
+    /// A step that runs out of time with its command on the wire is not dropped where it stands:
+    /// the caller gets the error at once, and the step goes on in the background (at most
+    /// `DETACHED_GRACE`), so that its connection goes back to the pool when the server answers
+    /// (dropped, the connection would be closed, and on the embedded server the cursors opened on
+    /// it with it). One still waiting for a connection is dropped (see `give_up`).
     ///
-    /// The client's `close()` ends the step where it stands (see `PoolGate::close`).
+    /// The client's `close()` ends the step where it stands (see `CloseSignal::close`).
     pub async fn run<T: Send + 'static>(
         &self,
-        pool: &PoolGate,
+        closing: &CloseSignal,
         step: impl Future<Output = Result<T>> + Send + 'static,
     ) -> Result<T> {
         let commands = StepCommands::default();
-        let Some(closed) = &pool.closed else {
-            return self.run_open(pool, step, &commands).await;
+        let Some(closed) = &closing.closed else {
+            return self.run_open(closing, step, &commands).await;
         };
         tokio::select! {
             biased;
@@ -305,14 +282,14 @@ impl Deadline {
                 commands.abandon(Error::ClientClosed);
                 Err(Error::ClientClosed)
             }
-            result = self.run_open(pool, step, &commands) => result,
+            result = self.run_open(closing, step, &commands) => result,
         }
     }
 
     /// `run` while the client is open; `commands` records what the step starts.
     async fn run_open<T: Send + 'static>(
         &self,
-        pool: &PoolGate,
+        closing: &CloseSignal,
         step: impl Future<Output = Result<T>> + Send + 'static,
         commands: &StepCommands,
     ) -> Result<T> {
@@ -320,14 +297,12 @@ impl Deadline {
         if remaining == Some(Duration::ZERO) {
             // Expired: what needs no I/O (a batch already received) is still returned, but no
             // request may race the timer's millisecond granularity.
-            let Ok(slot) = pool.try_enter() else {
-                return Err(self.operation_timeout());
-            };
-            let mut step = Box::pin(commands.scope(step));
+            let watch = CheckoutWatch::default();
+            let mut step = Box::pin(watch.scope(commands.scope(step)));
             return match poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await {
                 Poll::Ready(result) => result,
                 Poll::Pending => {
-                    finish_detached(step, slot, pool);
+                    give_up(step, &watch, closing);
                     commands.abandon(self.operation_timeout());
                     Err(self.operation_timeout())
                 }
@@ -338,8 +313,6 @@ impl Deadline {
             (remaining, socket) => match remaining.or(socket) {
                 Some(limit) => limit,
                 None => {
-                    // Never cancelled here, but it must not take a connection past the gate.
-                    let _slot = pool.enter().await;
                     return commands.scope(step).await;
                 }
             },
@@ -352,17 +325,15 @@ impl Deadline {
                 Error::SocketTimeout(limit.as_millis() as u64)
             }
         };
-        let Ok(slot) = tokio::time::timeout(limit, pool.enter()).await else {
-            return Err(timed_out());
-        };
-        let mut step = Box::pin(commands.scope(step));
+        let watch = CheckoutWatch::default();
+        let mut step = Box::pin(watch.scope(commands.scope(step)));
         match tokio::time::timeout_at(started + limit, step.as_mut()).await {
             Ok(Err(Error::Driver(error))) if self.timeout.is_some() && is_max_time_expired(&error) => {
                 Err(self.operation_timeout())
             }
             Ok(result) => result,
             Err(_) => {
-                finish_detached(step, slot, pool);
+                give_up(step, &watch, closing);
                 commands.abandon(timed_out());
                 Err(timed_out())
             }
@@ -374,21 +345,26 @@ impl Deadline {
     }
 }
 
-/// Lets a step whose caller gave up run on, holding its pool slot, until it ends,
-/// `DETACHED_GRACE` passes or the client closes; its result is dropped (a cursor it opened is
-/// killed).
-fn finish_detached<T: Send + 'static>(
+/// What becomes of a step whose caller gave up. One that was lent a connection runs on until it
+/// ends, `DETACHED_GRACE` passes or the client closes (its result is dropped, a cursor it opened is
+/// killed). One still selecting a server or waiting for a connection is dropped: its checkout
+/// request leaves the crate's queue (vendored patch), so a burst of reads that timed out waiting
+/// leaves nothing queued ahead of the next read (a connection being established for it is still
+/// established, and goes to the pool).
+fn give_up<T: Send + 'static>(
     step: Pin<Box<impl Future<Output = Result<T>> + Send + 'static>>,
-    slot: Option<OwnedSemaphorePermit>,
-    pool: &PoolGate,
+    watch: &CheckoutWatch,
+    closing: &CloseSignal,
 ) {
-    let closed = pool.closed.clone().unwrap_or_default();
+    if !watch.checked_out() {
+        return;
+    }
+    let closed = closing.closed.clone().unwrap_or_default();
     tokio::spawn(async move {
         tokio::select! {
             () = closed.cancelled() => {}
             _ = tokio::time::timeout(DETACHED_GRACE, step) => {}
         }
-        drop(slot);
     });
 }
 

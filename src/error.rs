@@ -142,6 +142,9 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
         ErrorKind::ConnectionPoolCleared { .. } => {
             json!({ "kind": "network", "message": message, "errorLabels": labels })
         }
+        ErrorKind::WaitQueueTimeout { address, .. } => {
+            json!({ "kind": "waitQueueTimeout", "message": message, "address": address })
+        }
         // The crate's checked arithmetic on lengths the server sent (a negative or too small
         // `messageLength`): a protocol fault, which the official driver reports as MongoParseError.
         ErrorKind::InvalidArgument { message, .. }

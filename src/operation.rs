@@ -127,7 +127,11 @@ impl ReadyOperation {
     {
         let (client, deadline) = (self.client, self.timeout.start());
         spawn(env, async move {
-            then(deadline.run_read(&client.pool, retryable, input, command).await?)
+            then(
+                deadline
+                    .run_read(&client.closing, retryable, input, command)
+                    .await?,
+            )
         })
     }
 
@@ -150,7 +154,9 @@ impl ReadyOperation {
         let (client, timeout) = (self.client, self.timeout);
         let deadline = timeout.start();
         spawn(env, async move {
-            let cursor = deadline.run_read(&client.pool, retryable, input, command).await?;
+            let cursor = deadline
+                .run_read(&client.closing, retryable, input, command)
+                .await?;
             start.open(&client, cursor, timeout, deadline).await
         })
     }

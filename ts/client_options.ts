@@ -191,6 +191,23 @@ export function isUriOption(name: string): boolean {
   return CLIENT_OPTIONS[name] === 'uri'
 }
 
+/**
+ * The pool size the Rust driver gets for `maxPoolSize: 0`, which means no limit in the official
+ * driver: the Rust driver refuses 0 ("cannot specify maxPoolSize=0") and has no unlimited pool, so
+ * its largest one stands for it (reported as 0 again in `connectionPoolCreated`).
+ */
+export const UNLIMITED_POOL_SIZE = 2 ** 32 - 1
+
+/** The query the Rust driver reads: `query` with `maxPoolSize=0` as `UNLIMITED_POOL_SIZE`. */
+export function rustDriverQuery(query: URLSearchParams): URLSearchParams {
+  const rust = new URLSearchParams()
+  for (const [key, value] of query) {
+    const unlimited = officialOptionName(key) === 'maxPoolSize' && /^\s*0+\s*$/.test(value)
+    rust.append(key, unlimited ? String(UNLIMITED_POOL_SIZE) : value)
+  }
+  return rust
+}
+
 /** The connection-string form of an object option (`compressors: ['zstd']` -> `zstd`). */
 export function uriOptionValues(name: string, value: unknown): [string, string][] {
   if (name === 'readPreference' && typeof value === 'object' && value !== null) {

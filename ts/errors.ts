@@ -417,6 +417,23 @@ export class MongoOperationTimeoutError extends MongoDriverError {
   }
 }
 
+/**
+ * `waitQueueTimeoutMS` passed before a connection of the selected server's pool was free (not under
+ * a `timeoutMS`, which then bounds the wait instead), as the official driver's
+ * `WaitQueueTimeoutError`.
+ */
+export class MongoWaitQueueTimeoutError extends MongoDriverError {
+  /** The server whose pool had no free connection (`host:port`). */
+  address: string
+  constructor(message: string, address: string) {
+    super(message)
+    this.address = address
+  }
+  override get name(): string {
+    return 'MongoWaitQueueTimeoutError'
+  }
+}
+
 /** A failure of the system around the driver. */
 export class MongoSystemError extends MongoError {
   override get name(): string {
@@ -596,6 +613,12 @@ function fromPayload(payload: NativeErrorPayload): Error {
       return new MongoNetworkTimeoutError(message, options)
     case 'operationTimeout':
       return new MongoOperationTimeoutError(message, options)
+    case 'waitQueueTimeout':
+      // The official driver's message, which names no server (the error's `address` does).
+      return new MongoWaitQueueTimeoutError(
+        'Timed out while checking out a connection from connection pool',
+        payload.address ?? '',
+      )
     case 'invalidArgument':
       return new MongoInvalidArgumentError(message, options)
     case 'cursorExhausted':

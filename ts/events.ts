@@ -5,6 +5,7 @@
  */
 import { EventEmitter } from 'node:events'
 import { deserialize, Long, type Document, type ObjectId } from 'bson'
+import { UNLIMITED_POOL_SIZE } from './client_options.js'
 import { translateNativeError } from './errors.js'
 import { monitoringEventNames } from './native.cjs'
 import { recordListenerFailure, startListening, type CommandTracer } from './telemetry.js'
@@ -255,6 +256,8 @@ export class ConnectionPoolCreatedEvent extends ConnectionPoolMonitoringEvent {
   constructor(raw: RawEvent) {
     super(raw)
     this.options = raw.options
+    // `maxPoolSize: 0` (no limit) reaches the Rust driver as its largest pool.
+    if (this.options?.maxPoolSize === UNLIMITED_POOL_SIZE) this.options = { ...this.options, maxPoolSize: 0 }
   }
 }
 

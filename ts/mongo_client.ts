@@ -27,6 +27,7 @@ import {
   parseBoolean,
   parseDriverInfo,
   parseServerApi,
+  rustDriverQuery,
   uriOptionValues,
 } from './client_options.js'
 import { Db, type DbOptions } from './db.js'
@@ -321,7 +322,7 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
       monitorCommands = parseBoolean(name, value)
     }
   }
-  const search = query.toString()
+  const search = rustDriverQuery(query).toString()
   const credentials = userinfo === undefined ? '' : `${userinfo}@`
   const uri = `${parsed.scheme}${credentials}${parsed.hosts}${parsed.path || '/'}${search ? `?${search}` : ''}`
   return {

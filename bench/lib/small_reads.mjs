@@ -166,13 +166,13 @@ export function smallQueryById(id) {
 
 /** The collection the small reads use on a target, and its number of documents. */
 export function smallReadsCollection(target) {
-  if (target.kind === 'replay') return { collection: DATASET, docs: target.docs }
+  if (target.kind !== 'seeded') return { collection: DATASET, docs: target.docs }
   return { collection: SEEDED_SMALL_READS.collection, docs: SEEDED_SMALL_READS.docs }
 }
 
-/** The `_id` of orders document `index` on a target kind ('replay' or 'seeded'). */
+/** The `_id` of orders document `index` on a target kind ('replay', 'replicaSet' or 'seeded'). */
 export function orderId(kind, index) {
-  return kind === 'replay' ? replayObjectId(index) : objectIdFor(index)
+  return kind === 'seeded' ? objectIdFor(index) : replayObjectId(index)
 }
 
 /**
@@ -192,6 +192,23 @@ const PLANS = {
   replay: {
     full: { queries: ALL_QUERIES, concurrencies: [1, 32, 256], warmup: 2000, rounds: 3, roundQueries: 2500 },
     quick: { queries: ALL_QUERIES, concurrencies: [1, 32, 256], warmup: 300, rounds: 3, roundQueries: 600 },
+  },
+  // Three replay members, readPreference=nearest: reads spread over three pools.
+  replicaSet: {
+    full: {
+      queries: ['findOne-id', 'find-20'],
+      concurrencies: [32, 256],
+      warmup: 2000,
+      rounds: 3,
+      roundQueries: 2500,
+    },
+    quick: {
+      queries: ['findOne-id', 'find-20'],
+      concurrencies: [32, 256],
+      warmup: 300,
+      rounds: 3,
+      roundQueries: 600,
+    },
   },
   seeded: {
     full: { queries: ['findOne-id'], concurrencies: [1, 32], warmup: 500, rounds: 3, roundQueries: 1000 },

@@ -11,11 +11,13 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const REPLAY_SCRIPT = join(root, 'scripts', 'replay.mjs')
 /** Virtual documents per collection of the replay server. */
 const REPLAY_DOCUMENTS = 1_000_000
+/** Members of the replay replica set (target `replay-rs`). */
+const REPLICA_SET_MEMBERS = 3
 
 /**
  * @typedef {object} Target
- * @property {string} name         'replay' or 'devdb'.
- * @property {'replay' | 'seeded'} kind  Which plan it runs (see workloads.mjs).
+ * @property {string} name         'replay', 'replay-rs' or 'devdb'.
+ * @property {'replay' | 'replicaSet' | 'seeded'} kind  Which plan it runs (see workloads.mjs).
  * @property {string} description  One line for the report.
  * @property {string} uri
  * @property {string} db
@@ -34,10 +36,11 @@ export function replayAvailable() {
  * Without a replay server yet, the default falls back to the real server and says so.
  */
 export function chooseTargets(option, quick) {
-  if (option === 'replay' || option === 'devdb') return [option]
+  if (option === 'replay' || option === 'replay-rs' || option === 'devdb') return [option]
   if (option !== 'all' && option !== undefined)
-    throw new Error(`--target must be replay, devdb or all, got ${option}`)
-  const wanted = quick && !process.env.MONGODB_URI ? ['replay'] : ['replay', 'devdb']
+    throw new Error(`--target must be replay, replay-rs, devdb or all, got ${option}`)
+  const wanted =
+    quick && !process.env.MONGODB_URI ? ['replay', 'replay-rs'] : ['replay', 'replay-rs', 'devdb']
   if (replayAvailable()) return wanted
   console.error('bench: scripts/replay.mjs does not exist yet: measuring the real server (devdb) only')
   return ['devdb']
@@ -46,6 +49,7 @@ export function chooseTargets(option, quick) {
 /** Starts (or connects to) a target and makes its data ready. */
 export async function startTarget(name) {
   if (name === 'replay') return startReplayTarget()
+  if (name === 'replay-rs') return startReplicaSetTarget()
   if (name === 'devdb') return startSeededTarget()
   throw new Error(`unknown target ${name}`)
 }
@@ -60,6 +64,22 @@ async function startReplayTarget() {
     kind: 'replay',
     description: `replay server (${server.uri}): pre-encoded documents, ${REPLAY_DOCUMENTS.toLocaleString('en-US')} virtual docs per collection; wall time is the client's`,
     uri: server.uri,
+    db: 'bench',
+    docs: REPLAY_DOCUMENTS,
+    stop: () => server.stop(),
+  }
+}
+
+async function startReplicaSetTarget() {
+  if (!replayAvailable()) throw new Error('the replay-rs target needs scripts/replay.mjs')
+  const { startReplay } = await import(pathToFileURL(REPLAY_SCRIPT).href)
+  const server = await startReplay({ docs: REPLAY_DOCUMENTS, replicaSet: REPLICA_SET_MEMBERS })
+  const uri = `${server.uri}&readPreference=nearest`
+  return {
+    name: 'replay-rs',
+    kind: 'replicaSet',
+    description: `replay servers as a ${REPLICA_SET_MEMBERS}-member replica set (${uri}), every member serving the replay target's documents; wall time is the client's`,
+    uri,
     db: 'bench',
     docs: REPLAY_DOCUMENTS,
     stop: () => server.stop(),

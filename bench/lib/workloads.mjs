@@ -84,9 +84,11 @@ export const SEEDED_DOCUMENTS = 4_000
 /**
  * The (workload, N) pairs each kind of target runs. `replay` holds 1M virtual documents per
  * collection and is the wall-time target; seeded servers (devdb, MONGODB_URI) hold
- * SEEDED_DOCUMENTS per collection and are slow server-side, so they run few, small cells.
+ * SEEDED_DOCUMENTS per collection and are slow server-side, so they run few, small cells. The
+ * replica set of replay servers (`replay-rs`) runs the small reads only.
  */
 const PLANS = {
+  replicaSet: { quick: () => [], full: () => [] },
   replay: {
     quick: () => [
       ...grid(['wide45-4', 'wide45-15', 'wide45-45', 'tweets', 'orders'], [10_000]),
@@ -116,7 +118,7 @@ const PLANS = {
   },
 }
 
-/** The (workload, N) pairs for a target kind ('replay' or 'seeded'), in table order. */
+/** The (workload, N) pairs for a target kind ('replay', 'replicaSet' or 'seeded'), in table order. */
 export function planFor(targetKind, quick) {
   const pairs = PLANS[targetKind][quick ? 'quick' : 'full']()
   return pairs.sort((a, b) => WORKLOADS.indexOf(a.workload) - WORKLOADS.indexOf(b.workload) || a.n - b.n)

@@ -40,7 +40,8 @@ export async function startServer(name, binary, args, timeoutMs) {
   })
   return {
     uri,
-    port: Number(new URL(uri).port),
+    // The first host's (a replica set's uri lists several, which URL does not parse).
+    port: Number(/^[a-z+]+:\/\/[^/,]*:(\d+)/.exec(uri)?.[1]),
     pid: child.pid,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {

@@ -189,17 +189,34 @@ pub struct Server {
     pub compression: compression::Stats,
 }
 
+/// What a listener answers `hello` as: a standalone (no `set`), or member `index` of a replica set
+/// (member 0 its primary, the others secondaries).
+#[derive(Clone, Debug, Default)]
+pub struct Role {
+    pub set: Option<Arc<ReplicaSet>>,
+    pub index: usize,
+}
+
+/// A replica set of listeners of this process: every member serves the same collections.
+#[derive(Debug)]
+pub struct ReplicaSet {
+    pub name: String,
+    /// `host:port` of each member, the primary first.
+    pub hosts: Vec<String>,
+}
+
 /// Runs the command of an OP_MSG, writing the reply body (or the error) to `out`. `compression`:
 /// the compressor a hello negotiates (see `compression::negotiate`).
 pub fn run(
     server: &Server,
+    role: &Role,
     connection_id: i32,
     compression: Option<Compressor>,
     body: &RawDocument,
     out: &mut Vec<u8>,
 ) {
     let start = out.len();
-    if let Err(error) = server.dispatch(connection_id, compression, body, out) {
+    if let Err(error) = server.dispatch(role, connection_id, compression, body, out) {
         out.truncate(start);
         write_error(out, error);
     }
@@ -207,6 +224,7 @@ pub fn run(
 
 /// Runs the command of a legacy OP_QUERY: only the handshake, as mongod 6+ does.
 pub fn run_legacy(
+    role: &Role,
     connection_id: i32,
     compression: Option<Compressor>,
     namespace: &str,
@@ -215,7 +233,7 @@ pub fn run_legacy(
 ) {
     match command_name(body) {
         Ok(name @ ("hello" | "isMaster" | "ismaster")) if namespace.ends_with(".$cmd") => {
-            hello(connection_id, name, compression, out)
+            hello(role, connection_id, name, compression, out)
         }
         name => write_error(
             out,
@@ -250,7 +268,7 @@ fn command_name(body: &RawDocument) -> Result<&str, CommandError> {
     }
 }
 
-fn hello(connection_id: i32, name: &str, compression: Option<Compressor>, out: &mut Vec<u8>) {
+fn hello(role: &Role, connection_id: i32, name: &str, compression: Option<Compressor>, out: &mut Vec<u8>) {
     // isMaster answers with the legacy field name, hello with the current one.
     let primary = if name == "hello" {
         cstr!("isWritablePrimary")
@@ -258,7 +276,7 @@ fn hello(connection_id: i32, name: &str, compression: Option<Compressor>, out: &
         cstr!("ismaster")
     };
     let mut reply = rawdoc! {
-        primary: true,
+        primary: role.index == 0,
         "helloOk": true,
         "maxBsonObjectSize": 16 * 1024 * 1024,
         "maxMessageSizeBytes": MAX_MESSAGE_BYTES as i32,
@@ -271,6 +289,18 @@ fn hello(connection_id: i32, name: &str, compression: Option<Compressor>, out: &
         "readOnly": false,
         "ok": 1.0,
     };
+    // A member answers as mongod in a replica set: its set, every member, the primary, itself.
+    if let Some(set) = &role.set {
+        let mut hosts = RawArrayBuf::new();
+        for host in &set.hosts {
+            hosts.push(host.as_str());
+        }
+        reply.append(cstr!("secondary"), role.index != 0);
+        reply.append(cstr!("setName"), set.name.as_str());
+        reply.append(cstr!("hosts"), hosts);
+        reply.append(cstr!("primary"), set.hosts[0].as_str());
+        reply.append(cstr!("me"), set.hosts[role.index].as_str());
+    }
     // The compressor chosen from the client's list, as mongod answers it.
     if let Some(compressor) = compression {
         let mut chosen = RawArrayBuf::new();
@@ -438,6 +468,7 @@ impl Server {
 
     fn dispatch(
         &self,
+        role: &Role,
         connection_id: i32,
         compression: Option<Compressor>,
         body: &RawDocument,
@@ -447,7 +478,7 @@ impl Server {
         let db = body.get_str("$db").map_err(|_| bad_value("missing $db"))?;
         match name {
             "hello" | "isMaster" | "ismaster" => {
-                hello(connection_id, name, compression, out);
+                hello(role, connection_id, name, compression, out);
                 Ok(())
             }
             "buildInfo" | "buildinfo" => write(

@@ -10,7 +10,7 @@ use bson::{RawArrayBuf, RawDocument};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
-use crate::commands::{self, Server};
+use crate::commands::{self, Role, Server};
 use crate::compression::{self, Compressor, OP_COMPRESSED};
 
 const OP_REPLY: i32 = 1;
@@ -44,7 +44,7 @@ fn i32_at(bytes: &[u8], at: usize) -> io::Result<i32> {
 
 /// Serves one client connection until it closes; an error means a malformed message or a broken
 /// socket, and closes the connection as mongod would.
-pub async fn serve(stream: TcpStream, server: Arc<Server>) -> io::Result<()> {
+pub async fn serve(stream: TcpStream, server: Arc<Server>, role: Role) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let connection_id = server.next_connection_id();
     let mut stream = BufReader::new(stream);
@@ -80,7 +80,7 @@ pub async fn serve(stream: TcpStream, server: Arc<Server>) -> io::Result<()> {
                 let offer = compression::negotiate(&body);
                 let out = reply.begin(OP_MSG, request_id);
                 out.extend_from_slice(&[0, 0, 0, 0, 0]); // flagBits, then section kind 0 (body)
-                commands::run(&server, connection_id, offer, &body, out);
+                commands::run(&server, &role, connection_id, offer, &body, out);
                 // moreToCome: the client expects no reply.
                 if more_to_come {
                     continue;
@@ -93,7 +93,14 @@ pub async fn serve(stream: TcpStream, server: Arc<Server>) -> io::Result<()> {
                 for field in [8, 0, 0, 0, 1] {
                     out.extend_from_slice(&i32::to_le_bytes(field));
                 }
-                commands::run_legacy(connection_id, compression::negotiate(body), namespace, body, out);
+                commands::run_legacy(
+                    &role,
+                    connection_id,
+                    compression::negotiate(body),
+                    namespace,
+                    body,
+                    out,
+                );
             }
             other => return Err(invalid(format!("unsupported opCode {other}"))),
         }

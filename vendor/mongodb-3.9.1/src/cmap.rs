@@ -9,7 +9,14 @@ pub(crate) mod options;
 mod status;
 mod worker;
 
-use std::time::Instant;
+use std::{
+    future::Future,
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Instant,
+};
 
 use derive_where::derive_where;
 
@@ -27,7 +34,7 @@ pub(crate) use self::{
 };
 use crate::{
     bson::oid::ObjectId,
-    error::{Error, Result},
+    error::{Error, ErrorKind, Result},
     event::cmap::{
         CmapEvent,
         CmapEventEmitter,
@@ -59,6 +66,8 @@ pub(crate) struct ConnectionPool {
     manager: PoolManager,
     connection_requester: ConnectionRequester,
     generation_subscriber: PoolGenerationSubscriber,
+    /// `waitQueueTimeoutMS` (rumongo patch).
+    wait_queue_timeout: Option<std::time::Duration>,
 
     #[derive_where(skip)]
     event_emitter: CmapEventEmitter,
@@ -76,6 +85,10 @@ impl ConnectionPool {
         let event_handler = options
             .as_ref()
             .and_then(|opts| opts.cmap_event_handler.clone());
+        let wait_queue_timeout = options
+            .as_ref()
+            .and_then(|opts| opts.wait_queue_timeout)
+            .filter(|timeout| !timeout.is_zero());
 
         #[cfg(feature = "tracing-unstable")]
         let event_emitter = CmapEventEmitter::new(
@@ -109,6 +122,7 @@ impl ConnectionPool {
             manager,
             connection_requester,
             generation_subscriber,
+            wait_queue_timeout,
             event_emitter,
         }
     }
@@ -125,6 +139,7 @@ impl ConnectionPool {
             manager,
             connection_requester,
             generation_subscriber,
+            wait_queue_timeout: None,
             #[cfg(feature = "tracing-unstable")]
             event_emitter: CmapEventEmitter::new(None, ObjectId::new(), None),
             #[cfg(not(feature = "tracing-unstable"))]
@@ -144,21 +159,47 @@ impl ConnectionPool {
             .into()
         });
 
-        let response = self.connection_requester.request().await;
-
-        let conn = match response {
-            ConnectionRequestResult::Pooled(c) => Ok(*c),
-            ConnectionRequestResult::Establishing(task) => task.await,
-            ConnectionRequestResult::PoolCleared(e) => {
-                Err(Error::pool_cleared_error(&self.address, &e))
+        let checkout = async {
+            match self.connection_requester.request().await {
+                ConnectionRequestResult::Pooled(c) => Ok(*c),
+                ConnectionRequestResult::Establishing(task) => task.await,
+                ConnectionRequestResult::PoolCleared(e) => {
+                    Err(Error::pool_cleared_error(&self.address, &e))
+                }
+                ConnectionRequestResult::PoolWarmed => {
+                    Err(Error::internal("Invalid result from connection requester"))
+                }
             }
-            ConnectionRequestResult::PoolWarmed => {
-                Err(Error::internal("Invalid result from connection requester"))
-            }
+        };
+        // rumongo patch: `waitQueueTimeoutMS` bounds the wait for a connection (the official Node
+        // driver 7.9 applies it under a `timeoutMS` too). A request given up leaves the queue
+        // (worker.rs); a connection being established for it still goes to the pool.
+        let conn = match self.wait_queue_timeout {
+            Some(limit) => match tokio::time::timeout(limit, checkout).await {
+                Ok(conn) => conn,
+                Err(_) => {
+                    self.event_emitter.emit_event(|| {
+                        ConnectionCheckoutFailedEvent {
+                            address: self.address.clone(),
+                            reason: ConnectionCheckoutFailedReason::Timeout,
+                            #[cfg(feature = "tracing-unstable")]
+                            error: None,
+                            duration: Instant::now() - time_started,
+                        }
+                        .into()
+                    });
+                    return Err(ErrorKind::WaitQueueTimeout {
+                        address: self.address.to_string(),
+                    }
+                    .into());
+                }
+            },
+            None => checkout.await,
         };
 
         match conn {
             Ok(ref conn) => {
+                let _ = CHECKOUT_WATCH.try_with(|watch| watch.0.store(true, Ordering::Relaxed));
                 self.event_emitter
                     .emit_event(|| conn.checked_out_event(time_started).into());
             }
@@ -202,4 +243,27 @@ impl ConnectionPool {
 
 pub(crate) fn is_faas() -> bool {
     establish::handshake::FaasEnvironmentName::new().is_some()
+}
+
+tokio::task_local! {
+    static CHECKOUT_WATCH: CheckoutWatch;
+}
+
+/// Tells whether a future has been lent a connection by a pool (rumongo patch, see
+/// vendor/README.md): a caller that gives up on an operation can then tell one still waiting for a
+/// connection (dropped, its checkout request leaves the queue) from one whose command is on the
+/// wire (left to finish, its connection goes back to the pool instead of being closed).
+#[derive(Clone, Debug, Default)]
+pub struct CheckoutWatch(Arc<AtomicBool>);
+
+impl CheckoutWatch {
+    /// Runs `future`, noting any connection checked out for it.
+    pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
+        CHECKOUT_WATCH.scope(self.clone(), future)
+    }
+
+    /// Whether a connection was checked out for the future run in `scope`.
+    pub fn checked_out(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }

@@ -545,6 +545,7 @@ impl Error {
             | ErrorKind::Io(_)
             | ErrorKind::Internal { .. }
             | ErrorKind::ConnectionPoolCleared { .. }
+            | ErrorKind::WaitQueueTimeout { .. }
             | ErrorKind::InvalidResponse { .. }
             | ErrorKind::ServerSelection { .. }
             | ErrorKind::SessionsNotSupported
@@ -706,6 +707,12 @@ pub enum ErrorKind {
     #[error("{message}")]
     #[non_exhaustive]
     ConnectionPoolCleared { message: String },
+
+    /// `waitQueueTimeoutMS` passed before a connection of the pool of `address` was free
+    /// (rumongo patch, see vendor/README.md).
+    #[error("Timed out while checking out a connection from connection pool with address {address}")]
+    #[non_exhaustive]
+    WaitQueueTimeout { address: String },
 
     /// The server returned an invalid reply to a database operation.
     #[error("The server returned an invalid reply to a database operation: {message}")]

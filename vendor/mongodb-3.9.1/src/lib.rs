@@ -84,6 +84,8 @@ pub use crate::{
 };
 
 pub use client::session::ClusterTime;
+// rumongo patch (vendor/README.md).
+pub use cmap::CheckoutWatch;
 pub use coll::Namespace;
 pub use index::IndexModel;
 pub use sdam::public::*;

@@ -706,6 +706,12 @@ pub struct ClientOptions {
     #[derive_where(skip(Debug))]
     pub(crate) original_srv_info: Option<OriginalSrvInfo>,
 
+    /// `waitQueueTimeoutMS` from the connection string: how long a checkout may wait for a
+    /// connection (rumongo patch, see vendor/README.md; upstream parses it and drops it).
+    #[builder(setter(skip))]
+    #[serde(skip)]
+    pub(crate) wait_queue_timeout: Option<Duration>,
+
     #[cfg(test)]
     #[builder(setter(skip))]
     #[derive_where(skip(Debug))]

@@ -106,6 +106,12 @@ impl ConnectionRequest {
         self.sender.send(result)
     }
 
+    /// Whether the requester stopped waiting (its operation timed out or was dropped): serving the
+    /// request would only take a turn from the requests behind it (rumongo patch).
+    pub(super) fn is_abandoned(&self) -> bool {
+        self.sender.is_closed()
+    }
+
     pub(super) fn is_warm_pool(&self) -> bool {
         self.warm_pool
     }

@@ -74,6 +74,11 @@ pub(crate) struct ConnectionPoolOptions {
     /// The maximum length for documents in tracing events.
     #[cfg(feature = "tracing-unstable")]
     pub(crate) max_document_length_bytes: Option<usize>,
+
+    /// `waitQueueTimeoutMS`: how long a checkout may wait for a connection (rumongo patch; zero
+    /// or absent: no limit).
+    #[serde(skip)]
+    pub(crate) wait_queue_timeout: Option<Duration>,
 }
 
 impl ConnectionPoolOptions {
@@ -92,6 +97,7 @@ impl ConnectionPoolOptions {
             max_connecting: options.max_connecting,
             #[cfg(feature = "tracing-unstable")]
             max_document_length_bytes: options.tracing_max_document_length_bytes,
+            wait_queue_timeout: options.wait_queue_timeout,
         }
     }
 

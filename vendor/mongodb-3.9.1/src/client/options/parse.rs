@@ -154,6 +154,7 @@ impl ClientOptions {
             cmap_event_handler: None,
             command_event_handler: None,
             original_srv_info: None,
+            wait_queue_timeout: conn_str.wait_queue_timeout,
             #[cfg(test)]
             original_uri: Some(conn_str.original_uri),
             #[cfg(feature = "dns-resolver")]
