@@ -1,0 +1,289 @@
+// TLS for real: the embedded server's own TLS listener (devdb --tls-cert/--tls-key/--tls-ca) with
+// certificates made by openssl for this run, and both drivers side by side on the same servers: the
+// TLS options, each way a handshake fails (class, message and Node.js's `code`), client
+// certificates (RSA, EC, an encrypted key). docs/tls.md says what differs and why.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import * as official from 'mongodb'
+import * as rumongo from 'rumongo'
+// @ts-expect-error: a plain ESM script without types
+import { startDevdb } from '../scripts/devdb.mjs'
+import { KEY_PASSWORD, makeCertificates, type Certificates } from './setup/certificates.js'
+
+type Driver = typeof official
+const DRIVERS = [
+  ['official', official],
+  ['rumongo', rumongo as unknown as Driver],
+] as const
+
+interface Devdb {
+  uri: string
+  port: number
+  stop(): Promise<void>
+}
+
+let certs: Certificates
+/** Embedded servers on TLS listeners, by the certificate they present. */
+let plain: Devdb // the server certificate, no client certificate asked
+let clientAuth: Devdb // the same, and every client must present a certificate the test CA signed
+let expired: Devdb
+let otherName: Devdb // valid for other.example only
+let version1: Devdb // X.509 v1 (no extensions), CN=localhost
+beforeAll(async () => {
+  certs = makeCertificates()
+  ;[plain, clientAuth, expired, otherName, version1] = await Promise.all([
+    startDevdb({ tls: certs.server }),
+    startDevdb({ tls: { ...certs.server, caFile: certs.ca } }),
+    startDevdb({ tls: certs.expired }),
+    startDevdb({ tls: certs.otherName }),
+    startDevdb({ tls: certs.version1 }),
+  ])
+})
+afterAll(async () => {
+  await Promise.all([plain, clientAuth, expired, otherName, version1].map((server) => server?.stop()))
+  certs?.remove()
+})
+
+/** What connecting and running `ping` gave: success, or the error's class, message and causes. */
+type Outcome = { ok: true } | { error: string; message: string; cause?: string; code?: unknown }
+
+/**
+ * OpenSSL's text without what changes from run to run: the thread id it starts with and the source
+ * file and line in the middle (`80BC...:error:0A000418:SSL routines:...:../ssl/record/rec_layer_s3.c:1601:SSL alert number 48\n`).
+ */
+const stable = (message: string) =>
+  message
+    .replace(/^[0-9A-F]+:(?=error:)/, '')
+    .replace(/:[^:]+\.c:\d+:/, ':')
+    .replace(/\n$/, '')
+
+async function attempt(driver: Driver, uri: string, options: object = {}): Promise<Outcome> {
+  const client = new driver.MongoClient(uri, { serverSelectionTimeoutMS: 5000, ...options })
+  try {
+    await client.db('admin').command({ ping: 1 })
+    return { ok: true }
+  } catch (error) {
+    const { cause } = error as { cause?: { code?: unknown; cause?: { code?: unknown } } }
+    return {
+      error: (error as Error).constructor.name,
+      message: stable((error as Error).message),
+      ...(cause ? { cause: cause.constructor.name, code: cause.cause?.code ?? cause.code } : {}),
+    }
+  } finally {
+    await client.close()
+  }
+}
+
+/** Both drivers' outcomes, connecting at the same time. */
+async function both(uri: string, options: object = {}) {
+  const [officialOutcome, rumongoOutcome] = await Promise.all(
+    DRIVERS.map(([, driver]) => attempt(driver, uri, options)),
+  )
+  return { official: officialOutcome!, rumongo: rumongoOutcome! }
+}
+
+const at = (server: Devdb, query: string, host = '127.0.0.1') =>
+  `mongodb://${host}:${server.port}/?tls=true&${query}`
+const selectionFailure = (message: string, code?: string) => ({
+  error: 'MongoServerSelectionError',
+  message,
+  cause: 'MongoNetworkError',
+  code,
+})
+
+describe('TLS to the embedded server: options that connect', () => {
+  const cases: [string, () => string, object?][] = [
+    ['tlsCAFile', () => at(plain, `tlsCAFile=${certs.ca}`)],
+    ['tlsCAFile, the host by name', () => at(plain, `tlsCAFile=${certs.ca}`, 'localhost')],
+    [
+      'tlsAllowInvalidCertificates with a CA that did not sign it',
+      () => at(plain, `tlsCAFile=${certs.otherCa}&tlsAllowInvalidCertificates=true`),
+    ],
+    ['tlsInsecure without a CA', () => at(plain, 'tlsInsecure=true')],
+    [
+      'tlsAllowInvalidHostnames for a certificate of another name',
+      () => at(otherName, `tlsCAFile=${certs.ca}&tlsAllowInvalidHostnames=true`),
+    ],
+    [
+      'tlsAllowInvalidHostnames in the client options',
+      () => at(otherName, `tlsCAFile=${certs.ca}`),
+      { tlsAllowInvalidHostnames: true },
+    ],
+    [
+      'tlsAllowInvalidCertificates for an expired certificate',
+      () => at(expired, `tlsCAFile=${certs.ca}&tlsAllowInvalidCertificates=true`),
+    ],
+    [
+      'tlsAllowInvalidHostnames=false with the right name',
+      () => at(plain, `tlsCAFile=${certs.ca}&tlsAllowInvalidHostnames=false`),
+    ],
+    [
+      'a client certificate (RSA)',
+      () => at(clientAuth, `tlsCAFile=${certs.ca}&tlsCertificateKeyFile=${certs.clientRsa}`),
+    ],
+    [
+      'a client certificate (EC)',
+      () => at(clientAuth, `tlsCAFile=${certs.ca}&tlsCertificateKeyFile=${certs.clientEc}`),
+    ],
+    [
+      'a client certificate whose key is encrypted, tlsCertificateKeyFilePassword in the URI',
+      () =>
+        at(
+          clientAuth,
+          `tlsCAFile=${certs.ca}&tlsCertificateKeyFile=${certs.clientEncrypted}&tlsCertificateKeyFilePassword=${KEY_PASSWORD}`,
+        ),
+    ],
+    [
+      'tlsCertificateKeyFilePassword in the client options',
+      () => at(clientAuth, `tlsCAFile=${certs.ca}&tlsCertificateKeyFile=${certs.clientEncrypted}`),
+      { tlsCertificateKeyFilePassword: KEY_PASSWORD },
+    ],
+    [
+      'a password with a key that is not encrypted',
+      () =>
+        at(
+          clientAuth,
+          `tlsCAFile=${certs.ca}&tlsCertificateKeyFile=${certs.clientRsa}&tlsCertificateKeyFilePassword=unused`,
+        ),
+    ],
+  ]
+  it.each(cases)('%s', async (_, uri, options) => {
+    expect(await both(uri(), options)).toEqual({ official: { ok: true }, rumongo: { ok: true } })
+  })
+
+  it('reads through TLS as without it', async () => {
+    const uri = at(plain, `tlsCAFile=${certs.ca}`)
+    const writer = await official.MongoClient.connect(uri)
+    await writer
+      .db('tls_test')
+      .collection('items')
+      .insertMany([{ a: 'x' }, { a: 'y' }])
+    await writer.close()
+    const results = await Promise.all(
+      DRIVERS.map(async ([, driver]) => {
+        const client = await driver.MongoClient.connect(uri)
+        try {
+          return await client
+            .db('tls_test')
+            .collection('items')
+            .find({}, { projection: { _id: 0 } })
+            .toArray()
+        } finally {
+          await client.close()
+        }
+      }),
+    )
+    expect(results[0]).toEqual([{ a: 'x' }, { a: 'y' }])
+    expect(results[1]).toEqual(results[0])
+  })
+})
+
+describe('TLS to the embedded server: failures', () => {
+  const cases: [string, () => string, Outcome, object?][] = [
+    [
+      'a CA that did not sign the server certificate',
+      () => at(plain, `tlsCAFile=${certs.otherCa}`),
+      selectionFailure('unable to verify the first certificate', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'),
+    ],
+    [
+      'no tlsCAFile: the system CAs did not sign it',
+      () => at(plain, ''),
+      selectionFailure('unable to verify the first certificate', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'),
+    ],
+    [
+      'tlsAllowInvalidHostnames does not allow an unknown CA',
+      () => at(plain, `tlsCAFile=${certs.otherCa}&tlsAllowInvalidHostnames=true`),
+      selectionFailure('unable to verify the first certificate', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'),
+    ],
+    [
+      'an expired server certificate',
+      () => at(expired, `tlsCAFile=${certs.ca}`),
+      selectionFailure('certificate has expired', 'CERT_HAS_EXPIRED'),
+    ],
+    [
+      'tlsAllowInvalidHostnames does not allow an expired certificate',
+      () => at(expired, `tlsCAFile=${certs.ca}&tlsAllowInvalidHostnames=true`),
+      selectionFailure('certificate has expired', 'CERT_HAS_EXPIRED'),
+    ],
+    [
+      'a certificate for another name, reached by IP address',
+      () => at(otherName, `tlsCAFile=${certs.ca}`),
+      selectionFailure(
+        "Hostname/IP does not match certificate's altnames: IP: 127.0.0.1 is not in the cert's list: ",
+        'ERR_TLS_CERT_ALTNAME_INVALID',
+      ),
+    ],
+    [
+      'a certificate for another name, reached by host name',
+      () => at(otherName, `tlsCAFile=${certs.ca}`, 'localhost'),
+      selectionFailure(
+        "Hostname/IP does not match certificate's altnames: Host: localhost. is not in the cert's altnames: DNS:other.example",
+        'ERR_TLS_CERT_ALTNAME_INVALID',
+      ),
+    ],
+    [
+      'a server requiring a client certificate, none given',
+      () => at(clientAuth, `tlsCAFile=${certs.ca}`),
+      selectionFailure(
+        'error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:SSL alert number 116',
+        'ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED',
+      ),
+    ],
+    [
+      'a client certificate signed by a CA the server does not trust',
+      () => at(clientAuth, `tlsCAFile=${certs.ca}&tlsCertificateKeyFile=${certs.untrustedClient}`),
+      selectionFailure(
+        'error:0A000418:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca:SSL alert number 48',
+        'ERR_SSL_TLSV1_ALERT_UNKNOWN_CA',
+      ),
+    ],
+  ]
+  it.each(cases)('%s', async (_, uri, expected, options) => {
+    const outcomes = await both(uri(), options)
+    expect(outcomes.official).toEqual(expected)
+    expect(outcomes.rumongo).toEqual(outcomes.official)
+  })
+
+  it('a TLS client on a server that closes the connection during the handshake', async () => {
+    const { createServer } = await import('node:net')
+    const server = createServer((socket) => socket.on('data', () => socket.end()))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port } = server.address() as { port: number }
+    try {
+      const outcomes = await both(`mongodb://127.0.0.1:${port}/?tls=true&tlsCAFile=${certs.ca}`)
+      expect(outcomes.official).toEqual(
+        selectionFailure(
+          'Client network socket disconnected before secure TLS connection was established',
+          'ECONNRESET',
+        ),
+      )
+      expect(outcomes.rumongo).toEqual(outcomes.official)
+    } finally {
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+})
+
+describe('TLS options rumongo cannot honour as the official driver does (docs/tls.md)', () => {
+  it('an X.509 v1 server certificate (no extensions): the official driver connects, rumongo says why it refuses', async () => {
+    const outcomes = await both(at(version1, `tlsCAFile=${certs.ca}`, 'localhost'))
+    expect(outcomes.official).toEqual({ ok: true })
+    expect(outcomes.rumongo).toEqual(
+      selectionFailure(
+        "unsupported certificate version: the server's certificate is X.509 v1 (no extensions), which rustls does not accept; reissue it as v3 with a subjectAltName",
+      ),
+    )
+  })
+
+  it('a wrong key password: both refuse, and neither shows the password', async () => {
+    const uri = at(clientAuth, `tlsCAFile=${certs.ca}&tlsCertificateKeyFile=${certs.clientEncrypted}`)
+    const outcomes = await both(uri, { tlsCertificateKeyFilePassword: `${KEY_PASSWORD}-wrong` })
+    expect(outcomes.official).toEqual({
+      error: 'MongoServerSelectionError',
+      message: 'error:1C800064:Provider routines::bad decrypt',
+      cause: 'MongoError',
+      code: 'ERR_OSSL_BAD_DECRYPT',
+    })
+    expect(outcomes.rumongo).toMatchObject({ error: 'MongoParseError' })
+    for (const outcome of Object.values(outcomes)) expect(JSON.stringify(outcome)).not.toContain(KEY_PASSWORD)
+  })
+})
