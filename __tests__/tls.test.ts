@@ -1,13 +1,15 @@
 // TLS for real: the embedded server's own TLS listener (devdb --tls-cert/--tls-key/--tls-ca) with
 // certificates made by openssl for this run, and both drivers side by side on the same servers: the
 // TLS options, each way a handshake fails (class, message and Node.js's `code`), client
-// certificates (RSA, EC, an encrypted key). docs/tls.md says what differs and why.
+// certificates (RSA, EC, an encrypted key) and MONGODB-X509 over TLS (a TLS front on the fake wire
+// server: the embedded server has no X.509 authentication). docs/tls.md says what differs and why.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import * as official from 'mongodb'
 import * as rumongo from 'rumongo'
 // @ts-expect-error: a plain ESM script without types
 import { startDevdb } from '../scripts/devdb.mjs'
 import { KEY_PASSWORD, makeCertificates, type Certificates } from './setup/certificates.js'
+import { startTlsWireServer, type TlsWireServer } from './setup/tls_server.js'
 
 type Driver = typeof official
 const DRIVERS = [
@@ -285,5 +287,76 @@ describe('TLS options rumongo cannot honour as the official driver does (docs/tl
     })
     expect(outcomes.rumongo).toMatchObject({ error: 'MongoParseError' })
     for (const outcome of Object.values(outcomes)) expect(JSON.stringify(outcome)).not.toContain(KEY_PASSWORD)
+  })
+})
+
+describe('MONGODB-X509 over TLS (a TLS front on the fake wire server)', () => {
+  let server: TlsWireServer
+  beforeAll(async () => {
+    server = await startTlsWireServer({
+      ...certs.server,
+      caFile: certs.ca,
+      // As a mongod: the user is the client certificate's subject, given or not in the command.
+      answer: (command) => {
+        if (Object.keys(command)[0] !== 'authenticate') return { ok: 1 }
+        const subject = server.clientSubjects.at(-1)
+        if (command.mechanism === 'MONGODB-X509' && (command.user ?? subject) === subject) {
+          return { dbname: '$external', user: subject, ok: 1 }
+        }
+        return { ok: 0, code: 18, codeName: 'AuthenticationFailed', errmsg: 'Authentication failed.' }
+      },
+    })
+  })
+  afterAll(() => server?.stop())
+
+  /** Each driver in turn (the fake knows the user by the last certificate): its outcome and what it sent to log in. */
+  async function login(query: string, userinfo = '') {
+    const uri = `mongodb://${userinfo}${server.address}/?directConnection=true&tls=true&tlsCAFile=${certs.ca}&authMechanism=MONGODB-X509&${query}`
+    const sent: Record<string, { outcome: Outcome; speculative: unknown[]; authenticate: unknown[] }> = {}
+    for (const [name, driver] of DRIVERS) {
+      const before = server.commands.length
+      const outcome = await attempt(driver, uri)
+      const commands = server.commands.slice(before)
+      const unique = (values: unknown[]) => [...new Set(values.map((value) => JSON.stringify(value)))].sort()
+      sent[name] = {
+        outcome,
+        speculative: unique(commands.map((command) => command.speculativeAuthenticate).filter(Boolean)),
+        authenticate: unique(commands.filter((command) => 'authenticate' in command)),
+      }
+    }
+    return sent
+  }
+
+  it('the certificate subject as the user, not named in the URI', async () => {
+    const { official: o, rumongo: r } = await login(`tlsCertificateKeyFile=${certs.clientRsa}`)
+    expect(o!.outcome).toEqual({ ok: true })
+    expect(o!.authenticate).toEqual([
+      JSON.stringify({ authenticate: 1, mechanism: 'MONGODB-X509', $db: '$external' }),
+    ])
+    expect(r).toEqual(o)
+  })
+
+  it('the user named in the URI (the subject, percent-encoded)', async () => {
+    const user = encodeURIComponent(certs.clientSubject)
+    const { official: o, rumongo: r } = await login(`tlsCertificateKeyFile=${certs.clientEc}`, `${user}@`)
+    expect(o!.outcome).toEqual({ ok: true })
+    expect(o!.authenticate).toEqual([
+      JSON.stringify({
+        authenticate: 1,
+        mechanism: 'MONGODB-X509',
+        user: certs.clientSubject,
+        $db: '$external',
+      }),
+    ])
+    expect(r).toEqual(o)
+  })
+
+  it('a user that is not the subject: the server refuses (code 18)', async () => {
+    const { official: o, rumongo: r } = await login(
+      `tlsCertificateKeyFile=${certs.clientRsa}`,
+      'CN=someone-else@',
+    )
+    expect(o!.outcome).toEqual({ error: 'MongoServerError', message: 'Authentication failed.' })
+    expect(r).toEqual(o)
   })
 })
