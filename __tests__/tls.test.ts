@@ -30,18 +30,28 @@ let clientAuth: Devdb // the same, and every client must present a certificate t
 let expired: Devdb
 let otherName: Devdb // valid for other.example only
 let version1: Devdb // X.509 v1 (no extensions), CN=localhost
+let selfSigned: Devdb // a self-signed certificate, not a CA
+let selfSignedCa: Devdb // the CA's own certificate
+let chain: Devdb // the server certificate and the CA's
 beforeAll(async () => {
   certs = makeCertificates()
-  ;[plain, clientAuth, expired, otherName, version1] = await Promise.all([
+  ;[plain, clientAuth, expired, otherName, version1, selfSigned, selfSignedCa, chain] = await Promise.all([
     startDevdb({ tls: certs.server }),
     startDevdb({ tls: { ...certs.server, caFile: certs.ca } }),
     startDevdb({ tls: certs.expired }),
     startDevdb({ tls: certs.otherName }),
     startDevdb({ tls: certs.version1 }),
+    startDevdb({ tls: certs.selfSigned }),
+    startDevdb({ tls: certs.selfSignedCa }),
+    startDevdb({ tls: certs.chain }),
   ])
 })
 afterAll(async () => {
-  await Promise.all([plain, clientAuth, expired, otherName, version1].map((server) => server?.stop()))
+  await Promise.all(
+    [plain, clientAuth, expired, otherName, version1, selfSigned, selfSignedCa, chain].map((server) =>
+      server?.stop(),
+    ),
+  )
   certs?.remove()
 })
 
@@ -192,6 +202,16 @@ describe('TLS to the embedded server: failures', () => {
       selectionFailure('unable to verify the first certificate', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'),
     ],
     [
+      'a self-signed server certificate',
+      () => at(selfSigned, `tlsCAFile=${certs.otherCa}`),
+      selectionFailure('self-signed certificate', 'DEPTH_ZERO_SELF_SIGNED_CERT'),
+    ],
+    [
+      'a chain ending in a root the client does not trust',
+      () => at(chain, `tlsCAFile=${certs.otherCa}`),
+      selectionFailure('self-signed certificate in certificate chain', 'SELF_SIGNED_CERT_IN_CHAIN'),
+    ],
+    [
       'tlsAllowInvalidHostnames does not allow an unknown CA',
       () => at(plain, `tlsCAFile=${certs.otherCa}&tlsAllowInvalidHostnames=true`),
       selectionFailure('unable to verify the first certificate', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE'),
@@ -274,6 +294,14 @@ describe('TLS options rumongo cannot honour as the official driver does (docs/tl
         "unsupported certificate version: the server's certificate is X.509 v1 (no extensions), which rustls does not accept; reissue it as v3 with a subjectAltName",
       ),
     )
+  })
+
+  it('a self-signed CA certificate as the server certificate, trusted through tlsCAFile: the official driver connects, rumongo refuses', async () => {
+    // WebPKI refuses a CA certificate as an end entity (CaUsedAsEndEntity) even when it is the trust
+    // anchor; OpenSSL accepts it. docs/tls.md says so.
+    const outcomes = await both(at(selfSignedCa, `tlsCAFile=${certs.ca}&tlsAllowInvalidHostnames=true`))
+    expect(outcomes.official).toEqual({ ok: true })
+    expect(outcomes.rumongo).toMatchObject({ error: 'MongoServerSelectionError', cause: 'MongoNetworkError' })
   })
 
   it('a wrong key password: both refuse, and neither shows the password', async () => {

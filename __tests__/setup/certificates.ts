@@ -21,6 +21,12 @@ export interface Certificates {
   expired: { certFile: string; keyFile: string }
   otherName: { certFile: string; keyFile: string }
   version1: { certFile: string; keyFile: string }
+  /** A self-signed server certificate (not a CA). */
+  selfSigned: { certFile: string; keyFile: string }
+  /** The CA's own certificate as a server's (what `openssl req -x509` makes: self-signed, CA:TRUE). */
+  selfSignedCa: { certFile: string; keyFile: string }
+  /** The server certificate followed by the CA's (a chain ending in its root). */
+  chain: { certFile: string; keyFile: string }
   /** Certificate and key in one PEM file, as `tlsCertificateKeyFile` takes them. */
   clientRsa: string
   clientEc: string
@@ -165,6 +171,26 @@ export function makeCertificates(): Certificates {
     '-passout',
     `pass:${KEY_PASSWORD}`,
   ])
+  openssl(dir, [
+    'req',
+    '-x509',
+    '-newkey',
+    'rsa:2048',
+    '-nodes',
+    '-keyout',
+    'self-signed.key',
+    '-out',
+    'self-signed.pem',
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'basicConstraints=critical,CA:FALSE',
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
+  ])
+  writeFileSync(at('chain.pem'), readFileSync(at('server.pem'), 'utf8') + readFileSync(at('ca.pem'), 'utf8'))
   return {
     dir,
     ca: at('ca.pem'),
@@ -173,6 +199,9 @@ export function makeCertificates(): Certificates {
     expired: { certFile: at('expired.pem'), keyFile: at('expired.key') },
     otherName: { certFile: at('other-name.pem'), keyFile: at('other-name.key') },
     version1: { certFile: at('version1.pem'), keyFile: at('version1.key') },
+    selfSigned: { certFile: at('self-signed.pem'), keyFile: at('self-signed.key') },
+    selfSignedCa: { certFile: at('ca.pem'), keyFile: at('ca.key') },
+    chain: { certFile: at('chain.pem'), keyFile: at('server.key') },
     clientRsa: bundle(dir, 'client-rsa'),
     clientEc: bundle(dir, 'client-ec'),
     clientEncrypted: bundle(dir, 'client-rsa', 'client-encrypted.key', 'client-encrypted-bundle.pem'),
