@@ -23,15 +23,35 @@ func main() {
 	host := flag.String("host", "127.0.0.1", "address to listen on")
 	port := flag.Int("port", 27017, "TCP port to listen on")
 	dir := flag.String("dir", filepath.Join(os.TempDir(), "rumongo-devdb"), "directory for the SQLite data files")
+	var tls tlsFiles
+	flag.StringVar(&tls.cert, "tls-cert", "", "PEM server certificate (and chain): listen with TLS instead of plain TCP")
+	flag.StringVar(&tls.key, "tls-key", "", "PEM private key of --tls-cert")
+	flag.StringVar(&tls.ca, "tls-ca", "", "PEM CA certificates: when given, every client must present a certificate they signed")
 	flag.Parse()
 
-	if err := run(*host, *port, *dir); err != nil {
+	if (tls.cert == "") != (tls.key == "") || (tls.ca != "" && tls.cert == "") {
+		fmt.Fprintln(os.Stderr, "devdb: --tls-cert and --tls-key go together, and --tls-ca needs them")
+		os.Exit(2)
+	}
+	if err := run(*host, *port, *dir, tls); err != nil {
 		fmt.Fprintln(os.Stderr, "devdb:", err)
 		os.Exit(1)
 	}
 }
 
-func run(host string, port int, dir string) error {
+// tlsFiles are the TLS listener's files; an empty cert means a plain TCP listener.
+type tlsFiles struct{ cert, key, ca string }
+
+// listener listens on addr with TLS when the files say so (FerretDB's TLS listener requires and
+// verifies a client certificate when given a CA file), else on plain TCP.
+func (t tlsFiles) listener(addr string) ferretdb.ListenerConfig {
+	if t.cert == "" {
+		return ferretdb.ListenerConfig{TCP: addr}
+	}
+	return ferretdb.ListenerConfig{TLS: addr, TLSCertFile: t.cert, TLSKeyFile: t.key, TLSCAFile: t.ca}
+}
+
+func run(host string, port int, dir string, tls tlsFiles) error {
 	dataDir, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -47,7 +67,7 @@ func run(host string, port int, dir string) error {
 	addr := net.JoinHostPort(host, fmt.Sprint(port))
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: addr},
+		Listener:  tls.listener(addr),
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + dataDir + "/",
@@ -63,7 +83,11 @@ func run(host string, port int, dir string) error {
 	if err = waitAccepting(ctx, addr, 30*time.Second); err != nil {
 		return err
 	}
-	fmt.Printf("devdb ready mongodb://%s/\n", addr)
+	uri := fmt.Sprintf("mongodb://%s/", addr)
+	if tls.cert != "" {
+		uri += "?tls=true"
+	}
+	fmt.Printf("devdb ready %s\n", uri)
 
 	return <-done
 }

@@ -1,7 +1,9 @@
 // The embedded FerretDB dev server (devdb/): built on first use, started, stopped.
 //
 // CLI:     npm run devdb -- --port <port> --dir <data dir>   (foreground; prints "devdb ready <uri> (data in <dir>)")
+//          [--tls-cert <pem> --tls-key <pem> [--tls-ca <pem>]]   (a TLS listener; with a CA, client certificates required)
 // Library: const server = await startDevdb(); server.uri; await server.stop()
+//          startDevdb({ tls: { certFile, keyFile, caFile } }): server.uri ends in `?tls=true`
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
@@ -47,11 +49,12 @@ export function freePort() {
  * Starts the dev server and resolves once it accepts connections.
  * Without `dir`, data goes to a fresh temporary directory removed by `stop()`.
  */
-export async function startDevdb({ port, dir, timeoutMs = 60_000 } = {}) {
+export async function startDevdb({ port, dir, tls, timeoutMs = 60_000 } = {}) {
   ensureDevdbBinary()
   port ??= await freePort()
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'rumongo-devdb-'))
-  const server = await startServer('devdb', binary, ['--port', String(port), '--dir', dataDir], timeoutMs)
+  const args = ['--port', String(port), '--dir', dataDir, ...tlsArgs(tls)]
+  const server = await startServer('devdb', binary, args, timeoutMs)
   if (dir !== undefined) return { ...server, dataDir }
   return {
     ...server,
@@ -63,14 +66,27 @@ export async function startDevdb({ port, dir, timeoutMs = 60_000 } = {}) {
   }
 }
 
+/** The devdb flags of a TLS listener: `{ certFile, keyFile, caFile? }` (none without `tls`). */
+function tlsArgs(tls) {
+  if (!tls) return []
+  const args = ['--tls-cert', tls.certFile, '--tls-key', tls.keyFile]
+  return tls.caFile ? [...args, '--tls-ca', tls.caFile] : args
+}
+
 async function main() {
   const { values } = parseArgs({
     options: {
       port: { type: 'string', default: '27017' },
       dir: { type: 'string', default: join(root, '.devdb-data') },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'tls-ca': { type: 'string' },
     },
   })
-  const server = await startDevdb({ port: Number(values.port), dir: values.dir })
+  const tls = values['tls-cert']
+    ? { certFile: values['tls-cert'], keyFile: values['tls-key'], caFile: values['tls-ca'] }
+    : undefined
+  const server = await startDevdb({ port: Number(values.port), dir: values.dir, tls })
   serveInForeground(server, `devdb ready ${server.uri} (data in ${server.dataDir})`)
 }
 

@@ -225,6 +225,9 @@ fn io_code(kind: std::io::ErrorKind, text: &str) -> Option<(&'static str, &'stat
 /// known: a refused connection reads `connect ECONNREFUSED 127.0.0.1:1`, an unknown host
 /// `getaddrinfo ENOTFOUND db.example.com`.
 fn network_payload(kind: std::io::ErrorKind, text: &str, address: Option<&str>) -> serde_json::Value {
+    if let Some((message, code)) = tls_failure(text, address) {
+        return json!({ "kind": "network", "message": message, "code": code });
+    }
     let Some((syscall, code)) = io_code(kind, text) else {
         return json!({ "kind": "network", "message": text });
     };
@@ -237,6 +240,85 @@ fn network_payload(kind: std::io::ErrorKind, text: &str, address: Option<&str>) 
         None => format!("{syscall} {code}"),
     };
     json!({ "kind": "network", "message": message, "code": code, "syscall": syscall, "address": address })
+}
+
+/// A refused server certificate in OpenSSL's words (the crate's verifier says them, see
+/// vendor/README.md) and the `code` Node.js gives it.
+const CERTIFICATE_REFUSALS: [(&str, &str); 8] = [
+    (
+        "unable to verify the first certificate",
+        "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+    ),
+    ("self-signed certificate", "DEPTH_ZERO_SELF_SIGNED_CERT"),
+    (
+        "self-signed certificate in certificate chain",
+        "SELF_SIGNED_CERT_IN_CHAIN",
+    ),
+    (
+        "unable to get local issuer certificate",
+        "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+    ),
+    ("certificate has expired", "CERT_HAS_EXPIRED"),
+    ("certificate is not yet valid", "CERT_NOT_YET_VALID"),
+    ("certificate signature failure", "CERT_SIGNATURE_FAILURE"),
+    ("certificate revoked", "CERT_REVOKED"),
+];
+
+/// How Node.js's `checkServerIdentity` starts its message (the crate's verifier writes the rest).
+const NAME_MISMATCH: &str = "Hostname/IP does not match certificate's altnames: ";
+
+/// A TLS alert from the server as rustls names it, and as OpenSSL (so Node.js) reports it: its
+/// message without the thread id and source file OpenSSL adds, and Node.js's `code`.
+const TLS_ALERTS: [(&str, &str, &str); 4] = [
+    (
+        "CertificateRequired",
+        "error:0A00045C:SSL routines:ssl3_read_bytes:tlsv13 alert certificate required:SSL alert number 116",
+        "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED",
+    ),
+    (
+        "UnknownCA",
+        "error:0A000418:SSL routines:ssl3_read_bytes:tlsv1 alert unknown ca:SSL alert number 48",
+        "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA",
+    ),
+    (
+        "BadCertificate",
+        "error:0A000412:SSL routines:ssl3_read_bytes:sslv3 alert bad certificate:SSL alert number 42",
+        "ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE",
+    ),
+    (
+        "HandshakeFailure",
+        "error:0A000410:SSL routines:ssl3_read_bytes:sslv3 alert handshake failure:SSL alert number 40",
+        "ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE",
+    ),
+];
+
+/// A TLS failure as Node.js reports it to the official driver: its message and `code` (none for a
+/// closed connection). rustls's
+/// own texts (with a docs.rs link for a missing close_notify) never reach the user.
+fn tls_failure(text: &str, address: Option<&str>) -> Option<(String, Option<&'static str>)> {
+    if let Some((refusal, code)) = CERTIFICATE_REFUSALS.iter().find(|(refusal, _)| *refusal == text) {
+        return Some((refusal.to_string(), Some(code)));
+    }
+    if text.starts_with(NAME_MISMATCH) {
+        return Some((text.to_owned(), Some("ERR_TLS_CERT_ALTNAME_INVALID")));
+    }
+    if let Some(alert) = text.strip_prefix("received fatal alert: ") {
+        let (_, message, code) = TLS_ALERTS.iter().find(|(name, ..)| *name == alert)?;
+        return Some((message.to_string(), Some(code)));
+    }
+    if text == "tls handshake eof" {
+        let message = "Client network socket disconnected before secure TLS connection was established";
+        return Some((message.to_owned(), Some("ECONNRESET")));
+    }
+    if text.starts_with("peer closed connection without sending TLS close_notify") {
+        // A server selection's error is its monitor's, which the official driver names so.
+        let message = match address {
+            Some(address) => format!("connection <monitor> to {address} closed"),
+            None => "connection closed".to_owned(),
+        };
+        return Some((message, None));
+    }
+    None
 }
 
 /// `host` of `host:port` (an IPv6 host is bracketed: `[::1]:27017`).

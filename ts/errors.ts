@@ -672,8 +672,11 @@ function libuvErrno(code: string): number | undefined {
  */
 function networkError(message: string, payload: NativeErrorPayload): MongoNetworkError {
   const { code, syscall, errorLabels } = payload
-  if (typeof code !== 'string' || syscall === undefined)
-    return new MongoNetworkError(message, { errorLabels })
+  if (typeof code !== 'string') return new MongoNetworkError(message, { errorLabels })
+  if (syscall === undefined) {
+    // A TLS failure: Node.js's error names OpenSSL's reason in its `code` (`CERT_HAS_EXPIRED`).
+    return new MongoNetworkError(message, { cause: Object.assign(new Error(message), { code }), errorLabels })
+  }
   if (syscall.startsWith('query')) {
     const error = new MongoNetworkError(message, { errorLabels })
     error.code = code

@@ -56,7 +56,6 @@ pub(crate) const DEFAULT_PORT: u16 = 27017;
 
 const TLS_INSECURE: &str = "tlsinsecure";
 const TLS_ALLOW_INVALID_CERTIFICATES: &str = "tlsallowinvalidcertificates";
-#[cfg(feature = "openssl-tls")]
 const TLS_ALLOW_INVALID_HOSTNAMES: &str = "tlsallowinvalidhostnames";
 const PROXY_HOST: &str = "proxyhost";
 const PROXY_PORT: &str = "proxyport";
@@ -95,6 +94,7 @@ const URI_OPTIONS: &[&str] = &[
     "ssl",
     TLS_INSECURE,
     TLS_ALLOW_INVALID_CERTIFICATES,
+    TLS_ALLOW_INVALID_HOSTNAMES,
     "tlscafile",
     "tlscertificatekeyfile",
     "uuidRepresentation",
@@ -1244,7 +1244,6 @@ pub struct TlsOptions {
     /// is invalid.
     ///
     /// The default value is to error on invalid hostnames.
-    #[cfg(feature = "openssl-tls")]
     pub allow_invalid_hostnames: Option<bool>,
 
     /// If set, the key in `cert_key_file_path` must be encrypted with this password.
@@ -2002,7 +2001,6 @@ impl ConnectionString {
                         ));
                     }
 
-                    #[cfg(feature = "openssl-tls")]
                     if let Some(allow_invalid_hostnames) = options.allow_invalid_hostnames {
                         opts.push_str(&format!(
                             "&tlsAllowInvalidHostnames={allow_invalid_hostnames}"
@@ -2307,10 +2305,7 @@ impl ConnectionString {
         }
 
         if keys.contains(TLS_INSECURE) {
-            #[cfg(feature = "openssl-tls")]
             let disallowed = [TLS_ALLOW_INVALID_CERTIFICATES, TLS_ALLOW_INVALID_HOSTNAMES];
-            #[cfg(not(feature = "openssl-tls"))]
-            let disallowed = [TLS_ALLOW_INVALID_CERTIFICATES];
             for option in disallowed {
                 if keys.contains(option) {
                     return Err(Error::invalid_argument(format!(
@@ -2675,10 +2670,7 @@ impl ConnectionString {
                 {
                     Tls::Enabled(ref mut options) => {
                         options.allow_invalid_certificates = Some(val);
-                        #[cfg(feature = "openssl-tls")]
-                        {
-                            options.allow_invalid_hostnames = Some(val);
-                        }
+                        options.allow_invalid_hostnames = Some(val);
                     }
                     Tls::Disabled => {
                         return Err(Error::invalid_argument(format!(
@@ -2687,7 +2679,7 @@ impl ConnectionString {
                     }
                 }
             }
-            TLS_ALLOW_INVALID_CERTIFICATES => {
+            TLS_ALLOW_INVALID_CERTIFICATES | TLS_ALLOW_INVALID_HOSTNAMES => {
                 let val = get_bool!(value, key);
 
                 match self
@@ -2695,7 +2687,11 @@ impl ConnectionString {
                     .get_or_insert_with(|| Tls::Enabled(Default::default()))
                 {
                     Tls::Enabled(ref mut options) => {
-                        options.allow_invalid_certificates = Some(val);
+                        if key == TLS_ALLOW_INVALID_HOSTNAMES {
+                            options.allow_invalid_hostnames = Some(val);
+                        } else {
+                            options.allow_invalid_certificates = Some(val);
+                        }
                     }
                     Tls::Disabled => {
                         return Err(Error::invalid_argument(format!(

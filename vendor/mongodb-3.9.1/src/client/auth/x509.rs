@@ -1,11 +1,12 @@
 use crate::bson::rawdoc;
 
 use crate::{
-    bson::Document,
+    bson::{Bson, Document},
     bson_compat::cstr,
     client::options::ServerApi,
     cmap::{Command, Connection, RawCommandResponse},
     error::{Error, Result},
+    operation::{CommandErrorBody, CommandResponse},
     options::Credential,
 };
 
@@ -25,7 +26,7 @@ pub(crate) fn build_client_first(
     };
 
     if let Some(ref username) = credential.username {
-        auth_command_doc.append(cstr!("username"), username.as_str());
+        auth_command_doc.append(cstr!("user"), username.as_str());
     }
 
     let mut command = Command::new_raw("authenticate", "$external", auth_command_doc);
@@ -66,10 +67,16 @@ pub(super) async fn authenticate_stream(
         .and_then(crate::bson_util::get_int)
         != Some(1)
     {
-        return Err(Error::authentication_error(
-            "MONGODB-X509",
-            "Authentication failed",
-        ));
+        // rumongo patch (vendor/README.md): the server's refusal (`AuthenticationFailed`, 18) is
+        // kept as the source, as the SASL mechanisms keep it, so it can be reported as the
+        // server's error.
+        let source = crate::bson_compat::deserialize_from_bson::<CommandResponse<CommandErrorBody>>(
+            Bson::Document(server_response.clone()),
+        )
+        .map(|response| Error::from(response.body))
+        .ok();
+        return Err(Error::authentication_error("MONGODB-X509", "Authentication failed")
+            .with_source(source));
     }
 
     Ok(())
