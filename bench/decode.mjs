@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import { BSON } from 'mongodb'
 import { GENERATORS, wide45Projection } from './lib/datasets.mjs'
-import { formatCount, median } from './lib/report.mjs'
+import { formatCount, median, runAndReport } from './lib/report.mjs'
 
 const require = createRequire(import.meta.url)
 // One rayon thread: the Rust rates below are per core (a real query splits batches over 1 MiB
@@ -269,17 +269,4 @@ async function main() {
   return { ok: true, markdown: markdown(rows, source), data: { source, ...sizes, rows } }
 }
 
-/** Forked by run.mjs: one IPC message, then let the process end. */
-function sendReport(report) {
-  process.send(report, () => process.disconnect())
-}
-
-try {
-  const report = await main()
-  if (process.send) sendReport(report)
-  else console.log(report.markdown)
-} catch (error) {
-  if (!process.send) throw error
-  sendReport({ ok: false, error: error.stack ?? String(error) })
-  process.exitCode = 1
-}
+await runAndReport(main)

@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import { BSON, Double, Int32, Long } from 'mongodb'
 import { GENERATORS } from './lib/datasets.mjs'
-import { median } from './lib/report.mjs'
+import { median, runAndReport } from './lib/report.mjs'
 
 const require = createRequire(import.meta.url)
 // One rayon thread: the rates are per core, as bson-to-json's (which has one thread).
@@ -312,17 +312,4 @@ function markdown(rows, anchor, rounds) {
   ].join('\n')
 }
 
-/** Forked by run.mjs: one IPC message, then let the process end. */
-function sendReport(report) {
-  process.send(report, () => process.disconnect())
-}
-
-try {
-  const report = await main()
-  if (process.send) sendReport(report)
-  else console.log(report.markdown)
-} catch (error) {
-  if (!process.send) throw error
-  sendReport({ ok: false, error: error.stack ?? String(error) })
-  process.exitCode = 1
-}
+await runAndReport(main)

@@ -14,8 +14,8 @@ use crate::{
     deadline::{ClientTimeouts, CloseSignal},
     error::Error,
     events::{EventCallback, Monitor},
-    session::{start_session, NativeSession},
     oidc::OidcCallbackFunction,
+    session::{start_session, NativeSession},
     task::spawn,
 };
 

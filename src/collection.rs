@@ -19,7 +19,7 @@ use crate::{
     format::BatchOutput,
     operation::{CursorStart, Opens, Operation, ReadyOperation},
     options::{document_from_bytes, OperationOptions},
-    session::{DriverCursor, SessionSlot},
+    session::{open_driver_cursor, SessionSlot},
 };
 
 #[napi]
@@ -98,14 +98,7 @@ impl NativeCollection {
             input,
             |(collection, filter, find, session)| async move {
                 let find = collection.find(filter).with_options(find);
-                Ok(match session {
-                    None => find.batch().await?.into(),
-                    Some(slot) => {
-                        let mut session = slot.take().await?;
-                        let cursor = find.session(&mut *session).batch().await?;
-                        DriverCursor::Explicit(cursor, slot)
-                    }
-                })
+                Ok(open_driver_cursor!(find, session))
             },
             start,
         )
@@ -134,14 +127,7 @@ impl NativeCollection {
             input,
             |(collection, stages, aggregate, session)| async move {
                 let aggregate = collection.aggregate(stages).with_options(aggregate);
-                Ok(match session {
-                    None => aggregate.batch().await?.into(),
-                    Some(slot) => {
-                        let mut session = slot.take().await?;
-                        let cursor = aggregate.session(&mut *session).batch().await?;
-                        DriverCursor::Explicit(cursor, slot)
-                    }
-                })
+                Ok(open_driver_cursor!(aggregate, session))
             },
             CursorStart::reading(output),
         )

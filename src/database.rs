@@ -20,7 +20,7 @@ use crate::{
     error::Result,
     format::BatchOutput,
     operation::{CursorStart, Opens, Operation},
-    session::DriverCursor,
+    session::open_driver_cursor,
 };
 
 #[napi]
@@ -106,14 +106,7 @@ impl NativeDatabase {
                 let command = database
                     .run_raw_cursor_command(command)
                     .with_options(cursor_options);
-                Ok(match session {
-                    None => command.batch().await?.into(),
-                    Some(slot) => {
-                        let mut session = slot.take().await?;
-                        let cursor = command.session(&mut *session).batch().await?;
-                        DriverCursor::Explicit(cursor, slot)
-                    }
-                })
+                Ok(open_driver_cursor!(command, session))
             },
             CursorStart::reading(output),
         )
@@ -143,14 +136,7 @@ impl NativeDatabase {
             input,
             |(database, stages, aggregate, session)| async move {
                 let aggregate = database.aggregate(stages).with_options(aggregate);
-                Ok(match session {
-                    None => aggregate.batch().await?.into(),
-                    Some(slot) => {
-                        let mut session = slot.take().await?;
-                        let cursor = aggregate.session(&mut *session).batch().await?;
-                        DriverCursor::Explicit(cursor, slot)
-                    }
-                })
+                Ok(open_driver_cursor!(aggregate, session))
             },
             CursorStart::reading(output),
         )

@@ -231,6 +231,25 @@ impl NativeSession {
     }
 }
 
+/// Opens the cursor of a crate action (`find`, `aggregate`, `run_raw_cursor_command`) in the
+/// crate's implicit session, or in the explicit session `session` (an `Option<Arc<SessionSlot>>`)
+/// names. A macro because the crate's actions share `batch()` and `session()` by name, not by a
+/// trait; it returns from the enclosing async block with `?`.
+macro_rules! open_driver_cursor {
+    ($action:expr, $session:expr) => {{
+        let action = $action;
+        match $session {
+            None => $crate::session::DriverCursor::from(action.batch().await?),
+            Some(slot) => {
+                let mut session = slot.take().await?;
+                let cursor = action.session(&mut *session).batch().await?;
+                $crate::session::DriverCursor::Explicit(cursor, slot)
+            }
+        }
+    }};
+}
+pub(crate) use open_driver_cursor;
+
 /// The crate's cursor an operation opened: in the crate's implicit session, or in an explicit
 /// session that each getMore takes (so that it carries the session's `lsid` and `$clusterTime`).
 pub enum DriverCursor {

@@ -143,3 +143,21 @@ export function machineMarkdown(machine) {
     `- date: ${machine.date}, commit ${machine.commit} (plus uncommitted changes, if any)`,
   ].join('\n')
 }
+
+/**
+ * Runs a bench script's `main` (which resolves to `{ ok, markdown, data }`): forked by run.mjs, its
+ * report goes back as one IPC message, then the process is let end (a failure as `{ ok: false,
+ * error }`); run by hand, the markdown is printed and a failure thrown.
+ */
+export async function runAndReport(main) {
+  const sendReport = (report) => process.send(report, () => process.disconnect())
+  try {
+    const report = await main()
+    if (process.send) sendReport(report)
+    else console.log(report.markdown)
+  } catch (error) {
+    if (!process.send) throw error
+    sendReport({ ok: false, error: error.stack ?? String(error) })
+    process.exitCode = 1
+  }
+}
