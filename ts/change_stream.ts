@@ -603,7 +603,24 @@ export class ChangeStream<
   async *[Symbol.asyncIterator](): AsyncGenerator<TChange, void, void> {
     if (this.closed) return
     try {
-      for (;;) yield await this.next()
+      for (;;) {
+        // An event of the batch in hand is yielded as next() would return it, without the promise
+        // of a next() call in between (per event, as many turns of the microtask queue).
+        this.#setIsIterator()
+        const buffered = this.#cursor.takeBuffered()
+        if (buffered === null) {
+          yield await this.next()
+          continue
+        }
+        let change: TChange
+        try {
+          change = this.#processChange(buffered)
+        } catch (error) {
+          await this.#recoverOrClose(error)
+          continue
+        }
+        yield change
+      }
     } finally {
       await this.close().catch(() => {})
     }
