@@ -62,16 +62,11 @@ function sessionFields(command: Document, lsid: Document | undefined) {
 }
 
 /**
- * The session fields of the reads `run` sent. The first read of a new client is left out of the
- * `$clusterTime` comparison: the official driver gossips the cluster time of its connection's
- * handshake, the Rust driver takes none from handshakes (a mongod's reply to the `ping` rumongo
- * sends on connecting carries one; this fake answers `ping` without).
+ * The session fields of the reads `run` sent, the first read's `$clusterTime` included: both
+ * drivers gossip the cluster time of the connection's handshake.
  */
 function sessionWire(run: { server: WireServer; outcome: { id: Document } }) {
-  return reads(run.server).map((command, index) => {
-    const fields = sessionFields(command, run.outcome.id)
-    return index === 0 ? { ...fields, $clusterTime: 'first read' } : fields
-  })
+  return reads(run.server).map((command) => sessionFields(command, run.outcome.id))
 }
 
 /** Whether two `lsid`s are the same session's (as decoded by either copy of js-bson). */
