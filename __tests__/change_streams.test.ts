@@ -571,4 +571,36 @@ describe('watch() against the official driver on a fake replica-set primary', ()
       await server.stop()
     }
   })
+
+  it('for await: the same events; an event without _id ends the loop with the official error, stream closed', async () => {
+    const events = [...EVENTS.slice(0, 5), { ...EVENTS[5]!, _id: null }, ...EVENTS.slice(6, 8)]
+    const read = async (make: (uri: string) => AnyClient) => {
+      const server = await startChangeStreamServer({ events, batchSize: 4 })
+      const client = make(server.uri)
+      try {
+        await client.connect()
+        const stream = client.db('test').collection('items').watch([], { maxAwaitTimeMS: 50 }) as AnyStream &
+          AsyncIterable<Document>
+        const seen: Document[] = []
+        let failure: unknown = 'no error'
+        try {
+          for await (const change of stream) seen.push(change)
+        } catch (error) {
+          const { name, message } = error as Error
+          failure = { name, message }
+        }
+        return { seen, failure, closed: stream.closed }
+      } finally {
+        await client.close()
+        await server.stop()
+      }
+    }
+    const theirs = await read((uri) => new OfficialClient(uri))
+    const ours = await read((uri) => new MongoClient(uri))
+    expect(theirs.seen).toHaveLength(5)
+    expectIdentical(ours.seen, theirs.seen)
+    expect(theirs.failure).toMatchObject({ name: 'MongoChangeStreamError' })
+    expect(ours.failure).toEqual(theirs.failure)
+    expect(ours.closed).toBe(theirs.closed)
+  })
 })

@@ -120,7 +120,7 @@ describe('batch decoding', () => {
   it("reads the tape with the addon's own type tags (one definition, src/format/tape.rs)", () => {
     // The JS decoder inlines the tags as literals: this is what keeps the two sides in step.
     expect(TAPE_TAGS).toEqual(tapeTags())
-    expect(Object.keys(TAPE_TAGS)).toHaveLength(11)
+    expect(Object.keys(TAPE_TAGS)).toHaveLength(12)
   })
 
   it('returns raw BSON per document with raw: true', () => {

@@ -461,12 +461,14 @@ describe('mongoosePlugin leaves to the official driver what rumongo cannot serve
     await plain.Book.updateOne({ title: 'book 59' }, { $set: { pages: 513 } })
   })
 
-  it('watch: a change stream', async () => {
-    const stream = routed.Book.watch()
+  it('watch: a change stream in a session runs on the official driver (served otherwise: mongoose_watch.test.ts)', async () => {
+    const session = await routed.connection.startSession()
+    const stream = routed.Book.watch([], { session })
     try {
-      await vi.waitFor(() => expect(fallbacks).toMatchObject([{ method: 'watch', reason: 'watch' }]))
+      await vi.waitFor(() => expect(fallbacks).toMatchObject([{ method: 'watch', reason: 'session' }]))
     } finally {
       await stream.close()
+      await session.endSession()
     }
   })
 

@@ -804,3 +804,121 @@ describe('--replica-set', () => {
     }
   }, 60_000)
 })
+
+describe('change streams (--replica-set)', () => {
+  /** The first `count` events of a watch() of `name`, and the commands the client sent. */
+  async function watchEvents(client: OfficialClient | MongoClient, name: string, count: number) {
+    const stream = client.db('bench').collection(name).watch([], { batchSize: 10, maxAwaitTimeMS: 50 })
+    const events: Document[] = []
+    try {
+      for await (const change of stream) {
+        events.push(change)
+        if (events.length === count) break
+      }
+    } finally {
+      await stream.close()
+    }
+    return events
+  }
+
+  it('serves each document as an insert event, in mongod 7.0 shape, to both drivers alike', async () => {
+    const members: Replay = await startReplay({ docs: 25, replicaSet: 1 })
+    const officialSet = await OfficialClient.connect(members.uri, { monitorCommands: true })
+    const replies: Document[] = []
+    officialSet.on('commandSucceeded', (event) => {
+      if (['aggregate', 'getMore'].includes(event.commandName)) replies.push(event.reply as Document)
+    })
+    const rumongoSet = await MongoClient.connect(members.uri)
+    try {
+      const theirs = await watchEvents(officialSet, 'orders', 25)
+      const ours = await watchEvents(rumongoSet, 'orders', 25)
+      expectIdentical(ours, theirs)
+      const documents = await officialSet.db('bench').collection('orders').find().toArray()
+      expect(theirs.map((change) => change.fullDocument)).toEqual(documents)
+      const [first] = theirs
+      expect(Object.keys(first!)).toEqual([
+        '_id',
+        'operationType',
+        'clusterTime',
+        'wallTime',
+        'fullDocument',
+        'ns',
+        'documentKey',
+      ])
+      expect(first).toMatchObject({
+        operationType: 'insert',
+        ns: { db: 'bench', coll: 'orders' },
+        documentKey: { _id: documents[0]!._id },
+      })
+      // Each event's token holds its cluster time and document key; times increase by one.
+      const times = theirs.map((change) => (change.clusterTime as { low: number }).low)
+      expect(times).toEqual(range(2, 26))
+      expect(theirs[24]!._id._data).toContain(idFor(24).toUpperCase())
+      // Replies: an empty first batch, then 10, 10, 5 events, each with the batch's token (the
+      // last event's), the cursor open throughout.
+      const cursors = replies.map((reply) => reply.cursor)
+      expect(cursors.map((cursor) => (cursor.firstBatch ?? cursor.nextBatch).length)).toEqual([0, 10, 10, 5])
+      expect(cursors[3].postBatchResumeToken).toEqual(theirs[24]!._id)
+      expect(cursors.every((cursor) => cursor.id.toString() !== '0')).toBe(true)
+      expect(replies.every((reply) => reply.operationTime !== undefined)).toBe(true)
+    } finally {
+      await officialSet.close()
+      await rumongoSet.close()
+      await members.stop()
+    }
+  })
+
+  it('past the last event, a getMore waits maxTimeMS and returns an empty batch with a high-water mark', async () => {
+    const members: Replay = await startReplay({ docs: 3, replicaSet: 1 })
+    const client = await MongoClient.connect(members.uri)
+    try {
+      const stream = client.db('bench').collection('wide45').watch([], { maxAwaitTimeMS: 200 })
+      for (let i = 0; i < 3; i++) expect((await stream.next()).fullDocument.n).toBe(i)
+      const token = stream.resumeToken as { _data: string }
+      const started = Date.now()
+      expect(await stream.tryNext()).toBeNull()
+      expect(Date.now() - started).toBeGreaterThanOrEqual(150)
+      const mark = stream.resumeToken as { _data: string }
+      expect(mark._data).not.toEqual(token._data)
+      expect(mark._data.slice(0, 18)).toBe(token._data.slice(0, 18))
+      await stream.close()
+    } finally {
+      await client.close()
+      await members.stop()
+    }
+  })
+
+  it('a standalone refuses $changeStream as mongod does; what is not scripted is BadValue', async () => {
+    const standalone = await official
+      .db('bench')
+      .command({ ping: 1 })
+      .then(() => official)
+    const refused = await standalone
+      .db('bench')
+      .command({ aggregate: 'orders', pipeline: [{ $changeStream: {} }], cursor: {} })
+      .catch((error) => error)
+    expect(refused).toMatchObject({
+      code: 40573,
+      codeName: 'Location40573',
+      message: 'The $changeStream stage is only supported on replica sets',
+    })
+    const members: Replay = await startReplay({ docs: 3, replicaSet: 1 })
+    const client = await OfficialClient.connect(members.uri)
+    try {
+      for (const pipeline of [
+        [{ $changeStream: { resumeAfter: { _data: '00' } } }],
+        [{ $changeStream: { showExpandedEvents: true } }],
+        [{ $changeStream: {} }, { $match: {} }],
+      ]) {
+        const error = await client
+          .db('bench')
+          .command({ aggregate: 'orders', pipeline, cursor: {} })
+          .catch((failure) => failure)
+        expect(error).toMatchObject({ code: 2, codeName: 'BadValue' })
+      }
+    } finally {
+      await client.close()
+      await members.stop()
+    }
+  })
+})

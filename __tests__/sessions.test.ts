@@ -62,16 +62,11 @@ function sessionFields(command: Document, lsid: Document | undefined) {
 }
 
 /**
- * The session fields of the reads `run` sent. The first read of a new client is left out of the
- * `$clusterTime` comparison: the official driver gossips the cluster time of its connection's
- * handshake, the Rust driver takes none from handshakes (a mongod's reply to the `ping` rumongo
- * sends on connecting carries one; this fake answers `ping` without).
+ * The session fields of the reads `run` sent, the first read's `$clusterTime` included: both
+ * drivers gossip the cluster time of the connection's handshake.
  */
 function sessionWire(run: { server: WireServer; outcome: { id: Document } }) {
-  return reads(run.server).map((command, index) => {
-    const fields = sessionFields(command, run.outcome.id)
-    return index === 0 ? { ...fields, $clusterTime: 'first read' } : fields
-  })
+  return reads(run.server).map((command) => sessionFields(command, run.outcome.id))
 }
 
 /** Whether two `lsid`s are the same session's (as decoded by either copy of js-bson). */
@@ -337,5 +332,121 @@ describe('sessions on the embedded server', () => {
     } finally {
       await client.close()
     }
+  })
+})
+
+describe('advancing a session and closing its cursors, both drivers', () => {
+  /** Advances a new causal session past what the server gave, then reads in it once. */
+  async function advancedScript(client: AnyClient) {
+    await client.connect()
+    const session = client.startSession({ causalConsistency: true })
+    session.advanceOperationTime(clusterTimeOf(50).clusterTime)
+    session.advanceClusterTime(clusterTimeOf(60))
+    // Earlier times change nothing.
+    session.advanceOperationTime(clusterTimeOf(40).clusterTime)
+    session.advanceClusterTime(clusterTimeOf(30))
+    const advanced = { operationTime: session.operationTime, clusterTime: session.clusterTime }
+    await client.db('app').collection('items').find({}, { session }).toArray()
+    const id = session.id as Document
+    await session.endSession()
+    return { id, advanced }
+  }
+
+  it('advanceOperationTime and advanceClusterTime: the next read waits for and gossips them', async () => {
+    const { official, rumongo } = await bothDrivers(advancedScript)
+    // Compared whole, the first read's $clusterTime included: the advanced one is later than
+    // what either driver saw before it.
+    const wire = (run: typeof official) =>
+      reads(run.server).map((command) => sessionFields(command, run.outcome.id))
+    expect(wire(rumongo)).toEqual(wire(official))
+    expect(wire(official)[0]).toMatchObject({
+      readConcern: { afterClusterTime: clusterTimeOf(50).clusterTime },
+      $clusterTime: { clusterTime: clusterTimeOf(60).clusterTime },
+    })
+    expect(rumongo.outcome.advanced).toEqual(official.outcome.advanced)
+    expect(rumongo.outcome.advanced.clusterTime).toEqual(clusterTimeOf(60))
+  })
+
+  it('advanceClusterTime refuses what is not a $clusterTime with the official error', async () => {
+    const server = await readServer()
+    const official = await new OfficialClient(server.uri).connect()
+    const rumongo = await new MongoClient(server.uri).connect()
+    try {
+      const ours = rumongo.startSession()
+      const theirs = official.startSession()
+      const bad: unknown[] = [
+        null,
+        5,
+        {},
+        { clusterTime: 1 },
+        { clusterTime: clusterTimeOf(1).clusterTime },
+        { clusterTime: clusterTimeOf(1).clusterTime, signature: { hash: 'x', keyId: 0 } },
+        { clusterTime: clusterTimeOf(1).clusterTime, signature: { hash: new Binary(Buffer.alloc(20)) } },
+      ]
+      const failureOf = (attempt: () => void) => {
+        try {
+          attempt()
+        } catch (error) {
+          const { name, message, code } = error as { name: string; message: string; code?: unknown }
+          return { name, message, code }
+        }
+        return 'no error'
+      }
+      for (const value of bad) {
+        const expected = failureOf(() => theirs.advanceClusterTime(value as never))
+        const got = failureOf(() => ours.advanceClusterTime(value as never))
+        expect(got).toEqual({ ...(expected as object), code: 'ERR_INVALID_ARGUMENT' })
+      }
+      // The official driver takes anything here and fails at a later advance; rumongo refuses it.
+      expect(failureOf(() => ours.advanceOperationTime(7 as never))).toMatchObject({
+        name: 'MongoInvalidArgumentError',
+        code: 'ERR_INVALID_ARGUMENT',
+      })
+      await ours.endSession()
+      await theirs.endSession()
+    } finally {
+      await official.close()
+      await rumongo.close()
+      await server.stop()
+    }
+  })
+
+  it("a session cursor closed early: its killCursors carries the session's lsid", async () => {
+    const run = async (make: (uri: string) => AnyClient) => {
+      const server = await startReplicaPrimary({
+        answer(command) {
+          // A cursor that never ends: rumongo's getMore ahead of the reader gets a batch too.
+          if (command.find) {
+            const ns = `${command.$db}.${command.find}`
+            return { cursor: { id: 42n, ns, firstBatch: DOCUMENTS }, ok: 1 }
+          }
+          if (command.getMore) {
+            const ns = `${command.$db}.${command.collection}`
+            return { cursor: { id: 42n, ns, nextBatch: DOCUMENTS }, ok: 1 }
+          }
+          return { ok: 1 }
+        },
+      })
+      const client = make(server.uri)
+      try {
+        await client.connect()
+        const session = client.startSession()
+        const cursor = client.db('app').collection('items').find({}, { session, batchSize: 2 })
+        await cursor.next()
+        await cursor.close()
+        const id = session.id as Document
+        await session.endSession()
+        const [kill] = server.received('killCursors')
+        const killed = (kill?.cursors as unknown[] | undefined)?.map((cursorId) => BigInt(String(cursorId)))
+        return { killed, lsidIsTheSession: sameId(kill?.lsid, id) }
+      } finally {
+        await client.close()
+        await server.stop()
+      }
+    }
+    const official = await run((uri) => new OfficialClient(uri))
+    const rumongo = await run((uri) => new MongoClient(uri))
+    expect(official).toEqual({ killed: [42n], lsidIsTheSession: true })
+    expect(rumongo).toEqual(official)
   })
 })

@@ -1,22 +1,23 @@
 // Change-stream bench (issue #35): a `watch()` of 100k scripted insert events (wide45 and orders
-// documents as `fullDocument`), served in batches of 1,000 by a fake replica-set primary in a
-// child process (bench/lib/change_stream_server.mjs: the replay server serves collections, not
-// change streams). Each run is a fresh process that opens the stream and iterates it with
-// `for await` until the last event, reading one field of each; reported: events per second and
-// main-thread busy time (event-loop utilization), official `watch()` vs rumongo's.
+// documents as `fullDocument`), in batches of 1,000 (`batchSize`), served by the replay server
+// (bench/replay) as a one-member replica set: each stream it opens sees the collection's
+// documents inserted in `_id` order, pre-encoded, so its cost is a memcpy per event. Each run is a
+// fresh process that opens the stream and iterates it with `for await` until the last event,
+// reading one field of each; reported: events per second, main-thread busy time (event-loop
+// utilization) and CPU time, official `watch()` vs rumongo's.
 //
 //   node bench/change_stream.mjs [--quick] [--events <count>]
 //
 // Part of `npm run bench` (run.mjs forks it and gets the report over IPC); runnable alone.
 import { fork } from 'node:child_process'
-import { once } from 'node:events'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import { median } from './lib/report.mjs'
 
 const self = fileURLToPath(import.meta.url)
-const serverScript = fileURLToPath(new URL('./lib/change_stream_server.mjs', import.meta.url))
+const replayScript = join(fileURLToPath(new URL('..', import.meta.url)), 'scripts', 'replay.mjs')
 const DATASETS = ['wide45', 'orders']
 const DRIVERS = ['official', 'rumongo']
 const SIZES = { quick: { events: 20_000, runs: 3 }, full: { events: 100_000, runs: 5 } }
@@ -28,17 +29,17 @@ const { values } = parseArgs({
     cell: { type: 'boolean', default: false },
     driver: { type: 'string' },
     dataset: { type: 'string' },
-    port: { type: 'string' },
+    uri: { type: 'string' },
     events: { type: 'string' },
   },
 })
 
 /** One run in this process: the stream read to its `events`-th event. */
-async function cell({ driver, dataset, port, events }) {
+async function cell({ driver, dataset, uri, events }) {
   const { MongoClient } = await import(driver === 'official' ? 'mongodb' : 'rumongo')
-  const client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`)
+  const client = new MongoClient(uri)
   await client.connect()
-  const stream = client.db('bench').collection(dataset).watch([], { maxAwaitTimeMS: 1000 })
+  const stream = client.db('bench').collection(dataset).watch([], { batchSize: BATCH, maxAwaitTimeMS: 1000 })
   const total = Number(events)
   let count = 0
   let sum = 0
@@ -70,16 +71,11 @@ async function main() {
   const { runs } = size
   const events = values.events ? Number(values.events) : size.events
   const rows = []
-  for (const dataset of DATASETS) {
-    const server = fork(
-      serverScript,
-      ['--dataset', dataset, '--events', String(events), '--batch', String(BATCH)],
-      {
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      },
-    )
-    const [{ port }] = await once(server, 'message')
-    try {
+  // The replay server's collections hold `events` documents: the stream's inserts.
+  const { startReplay } = await import(pathToFileURL(replayScript).href)
+  const server = await startReplay({ docs: events, replicaSet: 1 })
+  try {
+    for (const dataset of DATASETS) {
       const measured = {}
       for (const driver of DRIVERS) {
         const results = []
@@ -89,14 +85,14 @@ async function main() {
             driver,
             '--dataset',
             dataset,
-            '--port',
-            String(port),
+            '--uri',
+            server.uri,
             '--events',
             String(events),
           ])
           if (!report.ok) throw new Error(`${driver} ${dataset}: ${report.error}`)
           if (report.count !== events) throw new Error(`${driver} ${dataset}: ${report.count} events`)
-          if (run > 0) results.push(report) // the first run warms the server's page cache and JIT
+          if (run > 0) results.push(report) // the first run warms the JIT and the page cache
         }
         measured[driver] = {
           eventsPerSecond: events / (median(results.map((r) => r.wallMs)) / 1000),
@@ -109,9 +105,9 @@ async function main() {
       if ([...official.sums].join() !== [...rumongo.sums].join())
         throw new Error(`${dataset}: the drivers read different events`)
       rows.push({ dataset, official, rumongo })
-    } finally {
-      server.kill()
     }
+  } finally {
+    await server.stop()
   }
   const fmt = (value) => Math.round(value).toLocaleString('en-US')
   const lines = [

@@ -160,7 +160,7 @@ async function measureDecoding({ quick }, replay, progress) {
 
 /**
  * A bench that runs alone in its own process and needs no target (bench/change_stream.mjs with its
- * own fake server; bench/json_anchor.mjs, which skips the bson-to-json column, saying why, when no
+ * own replay server; bench/json_anchor.mjs, which skips the bson-to-json column, saying why, when no
  * local build of it exists). A failure becomes a FAILED section, never a missing one.
  */
 async function measureStandalone(script, title, { quick }, progress) {

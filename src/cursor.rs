@@ -22,7 +22,7 @@ use crate::{
     error::{Error, Result},
     events::{self, StepCommands},
     format::{BatchOutput, DocumentBatch},
-    session::DriverCursor,
+    session::{DriverCursor, SessionSlot},
     task::{received, spawn},
 };
 
@@ -86,6 +86,9 @@ pub struct SharedCursor {
     open: AtomicBool,
     /// Where the owner's `close()` sends killCursors, from the first reply.
     kill_target: OnceLock<KillTarget>,
+    /// The explicit session the cursor was opened in: its killCursors carries the session's
+    /// `lsid`, as the official driver's does.
+    session: Option<Arc<SessionSlot>>,
 }
 
 /// A read's turn to fetch; ending it (dropped on any path) lets the next ticket fetch.
@@ -99,6 +102,10 @@ impl Drop for Turn<'_> {
 
 impl SharedCursor {
     fn new(cursor: DriverCursor, limit: Option<u64>) -> Self {
+        let session = match &cursor {
+            DriverCursor::Explicit(_, slot) => Some(slot.clone()),
+            DriverCursor::Implicit(_) => None,
+        };
         Self {
             reads: Mutex::new(Reads {
                 state: CursorState::Open(Box::new(cursor)),
@@ -110,6 +117,7 @@ impl SharedCursor {
             closing: CancellationToken::new(),
             open: AtomicBool::new(true),
             kill_target: OnceLock::new(),
+            session,
         }
     }
 
@@ -288,7 +296,16 @@ impl SharedCursor {
         if let (Some(target), Ok(driver)) = (target, client.driver()) {
             let kill = doc! { "killCursors": target.collection.as_str(), "cursors": [target.id] };
             let database = driver.database(&target.database);
-            let run = async move { Ok(database.run_command(kill).await?) };
+            let session = self.session.clone();
+            let run = async move {
+                Ok(match session {
+                    None => database.run_command(kill).await?,
+                    Some(slot) => {
+                        let mut session = slot.take().await?;
+                        database.run_command(kill).session(&mut *session).await?
+                    }
+                })
+            };
             let closing = client.closing().clone();
             // In a task of its own: it goes on after `KILL_WAIT`, and its errors are ignored, as
             // the official driver ignores them.

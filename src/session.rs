@@ -21,7 +21,7 @@ use bson::{doc, Document, Timestamp};
 use futures_util::StreamExt;
 use mongodb::{
     raw_batch_cursor::{RawBatch, RawBatchCursor, SessionRawBatchCursor},
-    ClientSession,
+    ClientSession, ClusterTime,
 };
 use napi::{
     bindgen_prelude::{Buffer, PromiseRaw},
@@ -47,12 +47,32 @@ struct SeenTimes {
     operation_time: Option<Timestamp>,
 }
 
+/// Times JS gave `advanceClusterTime` / `advanceOperationTime` while a read held the session: that
+/// read applies them when it lets the session go, so the next command of the session sends them.
+#[derive(Default)]
+struct Advances {
+    cluster_time: Option<ClusterTime>,
+    operation_time: Option<Timestamp>,
+}
+
+impl Advances {
+    fn apply(&mut self, session: &mut ClientSession) {
+        if let Some(time) = self.cluster_time.take() {
+            session.advance_cluster_time(&time);
+        }
+        if let Some(time) = self.operation_time.take() {
+            session.advance_operation_time(time);
+        }
+    }
+}
+
 /// One explicit session: the crate's session (`None` once ended) and what JS reads of it.
 pub struct SessionSlot {
     session: Arc<AsyncMutex<Option<ClientSession>>>,
     /// The `lsid` document, `{ id: UUID }`, fixed for the session's life.
     id: Document,
     seen: Mutex<SeenTimes>,
+    advances: Mutex<Advances>,
 }
 
 /// A session taken by one step of an operation (its command, or a getMore): the times the server
@@ -78,12 +98,9 @@ impl DerefMut for SessionInUse {
 
 impl Drop for SessionInUse {
     fn drop(&mut self) {
-        if let Some(session) = self.guard.as_ref() {
-            let mut seen = lock(&self.slot.seen);
-            seen.cluster_time = session
-                .cluster_time()
-                .and_then(|time| bson::serialize_to_document(time).ok());
-            seen.operation_time = session.operation_time();
+        if let Some(session) = self.guard.as_mut() {
+            lock(&self.slot.advances).apply(session);
+            self.slot.copy_times(session);
         }
     }
 }
@@ -101,6 +118,33 @@ impl SessionSlot {
             guard,
             slot: self.clone(),
         })
+    }
+
+    /// Copies the session's times for the getters.
+    fn copy_times(&self, session: &ClientSession) {
+        let mut seen = lock(&self.seen);
+        seen.cluster_time = session
+            .cluster_time()
+            .and_then(|time| bson::serialize_to_document(time).ok());
+        seen.operation_time = session.operation_time();
+    }
+
+    /// Advances the session's times as `advances` says: at once when no read holds the session,
+    /// else when the read lets it go (the lock on `advances` orders this with that read's drop).
+    fn advance(&self, advances: Advances) {
+        let mut pending = lock(&self.advances);
+        if advances.cluster_time.is_some() {
+            pending.cluster_time = advances.cluster_time;
+        }
+        if advances.operation_time.is_some() {
+            pending.operation_time = advances.operation_time;
+        }
+        if let Ok(mut guard) = self.session.try_lock() {
+            if let Some(session) = guard.as_mut() {
+                pending.apply(session);
+                self.copy_times(session);
+            }
+        }
     }
 
     /// Ends the session: its server session goes back to the client's pool, whose sessions the
@@ -127,6 +171,7 @@ impl Sessions {
             id: session.id().clone(),
             session: Arc::new(AsyncMutex::new(Some(session))),
             seen: Mutex::default(),
+            advances: Mutex::default(),
         });
         lock(&self.slots).insert(number, slot.clone());
         (number, slot)
@@ -217,6 +262,34 @@ impl NativeSession {
             "operationTime": seen.operation_time,
         };
         Ok(times.to_vec().map_err(Error::from)?.into())
+    }
+
+    /// `advanceClusterTime`: `$clusterTime` (BSON `{ clusterTime, signature }`, checked by JS)
+    /// becomes the session's if it is later than the session's.
+    #[napi(catch_unwind)]
+    pub fn advance_cluster_time(&self, cluster_time: Buffer) -> napi::Result<()> {
+        let document = Document::from_reader(&cluster_time[..]).map_err(Error::from)?;
+        let time: ClusterTime = bson::deserialize_from_document(document).map_err(Error::from)?;
+        self.slot.advance(Advances {
+            cluster_time: Some(time),
+            operation_time: None,
+        });
+        Ok(())
+    }
+
+    /// `advanceOperationTime`: BSON `{ operationTime: Timestamp }` becomes the session's operation
+    /// time (the next causally consistent read's `afterClusterTime`) if later than the session's.
+    #[napi(catch_unwind)]
+    pub fn advance_operation_time(&self, operation_time: Buffer) -> napi::Result<()> {
+        let document = Document::from_reader(&operation_time[..]).map_err(Error::from)?;
+        let time = document
+            .get_timestamp("operationTime")
+            .map_err(|_| Error::InvalidArgument("operationTime must be a Timestamp".into()))?;
+        self.slot.advance(Advances {
+            cluster_time: None,
+            operation_time: Some(time),
+        });
+        Ok(())
     }
 
     /// Ends the session (waits for a read of it in flight to let it go). Idempotent.

@@ -34,7 +34,7 @@ import {
   MongoServerSelectionError,
 } from './errors.js'
 import { TypedEventEmitter } from './events.js'
-import { DOCUMENTS } from './format/index.js'
+import { DOCUMENTS, documentReader } from './format/index.js'
 import type { DocumentBatch, NativeCursor } from './native.cjs'
 import { AGGREGATE, resolveOperationOptions, type AggregateOptions, type OperationSpec } from './options.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
@@ -155,6 +155,11 @@ const NO_RESUME_TOKEN_ERROR = 'A change stream document has been received that l
 
 const CURSOR_NOT_FOUND = 43
 
+/** What reads the events of no batch (never called: nothing is left to read). */
+const NO_EVENT = (): Document => {
+  throw new MongoRuntimeError('rumongo: read past the events of a change stream batch')
+}
+
 /**
  * Whether a change stream resumes after `error`: the official driver's `isResumableError` for the
  * servers it supports (4.4 and later, wire version 9+): a network or server-selection error, a
@@ -192,9 +197,15 @@ class ChangeStreamCursor {
   #postBatchResumeToken: ResumeToken | undefined = undefined
   #state: 'new' | 'open' | 'dead' | 'closed' = 'new'
   #native: NativeCursor | null = null
-  #decode: ((batch: DocumentBatch) => unknown[]) | null = null
-  #buffer: Document[] = []
-  #position = 0
+  #decode: ((batch: DocumentBatch) => () => Document) | null = null
+  /**
+   * The next event of the batch in hand, decoded when it is read: an event then lives only until
+   * the application drops it, so the young-generation collections that run meanwhile find few
+   * survivors (decoding the whole batch at once kept up to a batch of events alive through them).
+   */
+  #read: () => Document = NO_EVENT
+  /** Events of the batch in hand not read yet. */
+  #left = 0
   /** How many of the next native batches hold more of the reply already fetched (its first). */
   #partsLeft = 0
   /** Until the first reply is read whole: its `operationTime` is where an unset stream starts. */
@@ -244,7 +255,13 @@ class ChangeStreamCursor {
   }
 
   bufferedCount(): number {
-    return this.#buffer.length - this.#position
+    return this.#left
+  }
+
+  /** The next event of the batch in hand (there is one). */
+  #shift(): Document {
+    this.#left -= 1
+    return this.#read()
   }
 
   /** The options of the cursor that resumes this one (the spec's resume rules). */
@@ -277,20 +294,30 @@ class ChangeStreamCursor {
   async next(): Promise<Document | null> {
     this.#throwIfClosed()
     for (;;) {
-      if (this.bufferedCount() > 0) return this.#buffer[this.#position++]!
+      if (this.bufferedCount() > 0) return this.#shift()
       if (this.#state === 'dead') return null
       await this.#fetch()
       if (this.#state === 'closed') return null
     }
   }
 
+  /**
+   * The next buffered event, without waiting: null when none is buffered (or the cursor closed,
+   * which `next()` reports). Lets the stream return an event of the current batch with no await
+   * in between (each costs the event loop a turn of the microtask queue, per event).
+   */
+  takeBuffered(): Document | null {
+    if (this.#state === 'closed' || this.bufferedCount() === 0) return null
+    return this.#shift()
+  }
+
   /** The next event if one is buffered or comes with one more batch, else null. */
   async tryNext(): Promise<Document | null> {
     this.#throwIfClosed()
-    if (this.bufferedCount() > 0) return this.#buffer[this.#position++]!
+    if (this.bufferedCount() > 0) return this.#shift()
     if (this.#state === 'dead') return null
     await this.#fetch()
-    return this.bufferedCount() > 0 ? this.#buffer[this.#position++]! : null
+    return this.bufferedCount() > 0 ? this.#shift() : null
   }
 
   async hasNext(): Promise<boolean> {
@@ -365,7 +392,7 @@ class ChangeStreamCursor {
       return
     }
     this.#native = opened.cursor ?? null
-    this.#decode = DOCUMENTS.decoder(bson)
+    this.#decode = documentReader(bson)
     this.#take(opened.firstBatch ?? null)
   }
 
@@ -409,8 +436,8 @@ class ChangeStreamCursor {
         this.#startAtOperationTime = fields.operationTime
       }
     }
-    this.#buffer = batch.count > 0 ? (this.#decode!(batch) as Document[]) : []
-    this.#position = 0
+    this.#read = batch.count > 0 ? this.#decode!(batch) : NO_EVENT
+    this.#left = batch.count
     if (fields?.postBatchResumeToken) {
       this.#postBatchResumeToken = fields.postBatchResumeToken
       if (batch.count === 0) this.#setResumeToken(fields.postBatchResumeToken)
@@ -427,8 +454,8 @@ class ChangeStreamCursor {
   #died(): void {
     this.#native = null
     this.#state = 'dead'
-    this.#buffer = []
-    this.#position = 0
+    this.#read = NO_EVENT
+    this.#left = 0
     this.#emitClose()
   }
 
@@ -444,8 +471,8 @@ class ChangeStreamCursor {
     const native = this.#native
     this.#native = null
     this.#state = 'closed'
-    this.#buffer = []
-    this.#position = 0
+    this.#read = NO_EVENT
+    this.#left = 0
     try {
       if (native) await callNative(() => native.close())
     } finally {
@@ -542,7 +569,7 @@ export class ChangeStream<
     this.#setIsIterator()
     for (;;) {
       try {
-        const change = await this.#cursor.next()
+        const change = this.#cursor.takeBuffered() ?? (await this.#cursor.next())
         return this.#processChange(change)
       } catch (error) {
         await this.#recoverOrClose(error)
@@ -576,7 +603,24 @@ export class ChangeStream<
   async *[Symbol.asyncIterator](): AsyncGenerator<TChange, void, void> {
     if (this.closed) return
     try {
-      for (;;) yield await this.next()
+      for (;;) {
+        // An event of the batch in hand is yielded as next() would return it, without the promise
+        // of a next() call in between (per event, as many turns of the microtask queue).
+        this.#setIsIterator()
+        const buffered = this.#cursor.takeBuffered()
+        if (buffered === null) {
+          yield await this.next()
+          continue
+        }
+        let change: TChange
+        try {
+          change = this.#processChange(buffered)
+        } catch (error) {
+          await this.#recoverOrClose(error)
+          continue
+        }
+        yield change
+      }
     } finally {
       await this.close().catch(() => {})
     }

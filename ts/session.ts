@@ -14,6 +14,7 @@ import {
   MongoInvalidArgumentError,
   MongoTransactionError,
 } from './errors.js'
+import { toBSON } from './bson.js'
 import { describe, isPlainObject } from './validate.js'
 import type { NativeClient, NativeSession } from './native.cjs'
 
@@ -46,6 +47,8 @@ export class ClientSession {
   readonly #options: Readonly<ClientSessionOptions>
   readonly #onEnd: () => void
   #ended = false
+  /** The latest `$clusterTime` given to `advanceClusterTime`. */
+  #advancedClusterTime: ClusterTime | undefined = undefined
   /** Always true: rumongo has no implicit sessions the application sees. */
   readonly explicit = true
 
@@ -68,12 +71,62 @@ export class ClientSession {
 
   /** The latest `$clusterTime` the session saw. */
   get clusterTime(): ClusterTime | undefined {
-    return (this.#times().clusterTime as ClusterTime | null) ?? undefined
+    const seen = (this.#times().clusterTime as ClusterTime | null) ?? undefined
+    // The one `advanceClusterTime` was given, as long as it is the latest: the official driver
+    // keeps that object (its `keyId` as given, where one the server gave is decoded).
+    const advanced = this.#advancedClusterTime
+    if (seen && advanced?.clusterTime.equals(seen.clusterTime)) return advanced
+    return seen
   }
 
   /** The `operationTime` of the session's latest read. */
   get operationTime(): Timestamp | undefined {
     return (this.#times().operationTime as Timestamp | null) ?? undefined
+  }
+
+  /**
+   * Advances the session's `$clusterTime` to `clusterTime` (the `$clusterTime` another session saw)
+   * if it is later: the session's next command gossips it. Checked with the official driver's
+   * words.
+   */
+  advanceClusterTime(clusterTime: ClusterTime): void {
+    if (!clusterTime || typeof clusterTime !== 'object') {
+      throw new MongoInvalidArgumentError('input cluster time must be an object')
+    }
+    if (!isTimestamp(clusterTime.clusterTime)) {
+      throw new MongoInvalidArgumentError(
+        'input cluster time "clusterTime" property must be a valid BSON Timestamp',
+      )
+    }
+    const signature = clusterTime.signature as { hash?: unknown; keyId?: unknown } | undefined
+    const keyId = signature?.keyId
+    if (
+      !signature ||
+      (signature.hash as { _bsontype?: string } | undefined)?._bsontype !== 'Binary' ||
+      (typeof keyId !== 'bigint' &&
+        typeof keyId !== 'number' &&
+        (keyId as { _bsontype?: string } | undefined)?._bsontype !== 'Long')
+    ) {
+      throw new MongoInvalidArgumentError(
+        'input cluster time must have a valid "signature" property with BSON Binary hash and BSON Long keyId',
+      )
+    }
+    callNativeSync(() => this.#native.advanceClusterTime(toBSON(clusterTime, {})))
+    if (this.clusterTime?.clusterTime.equals(clusterTime.clusterTime)) this.#advancedClusterTime = clusterTime
+  }
+
+  /**
+   * Advances the session's operation time to `operationTime` if it is later: the next causally
+   * consistent read of the session reads after it (`afterClusterTime`). The official driver takes
+   * anything and fails later; a value that is not a Timestamp is refused here.
+   */
+  advanceOperationTime(operationTime: Timestamp): void {
+    if (!isTimestamp(operationTime)) {
+      throw new MongoInvalidArgumentError(
+        `operationTime must be a BSON Timestamp, got ${describe(operationTime)}`,
+      )
+    }
+    callNativeSync(() => this.#native.advanceOperationTime(toBSON({ operationTime }, {})))
   }
 
   /** Whether reads of this session read at one point in time. */
@@ -143,6 +196,11 @@ export class ClientSession {
   #times(): Document {
     return BSON.deserialize(this.#native.times)
   }
+}
+
+/** A BSON Timestamp of either copy of js-bson (rumongo's or the official driver's). */
+function isTimestamp(value: unknown): value is Timestamp {
+  return (value as { _bsontype?: string } | null | undefined)?._bsontype === 'Timestamp'
 }
 
 /** Checks `startSession()`'s options as the official driver does. */

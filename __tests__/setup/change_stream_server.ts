@@ -1,10 +1,12 @@
-// A fake replica-set primary serving a scripted change stream: `aggregate` with `$changeStream`
+// A fake replica-set primary (the one member of a `startReplicaSet` set, topology.ts) serving a
+// scripted change stream: `aggregate` with `$changeStream`
 // first opens a cursor at the position its options say (resumeAfter / startAfter token,
 // startAtOperationTime, else the script's start), getMores serve the next events a batch at a
 // time with a `postBatchResumeToken`, and faults replace chosen answers. The official driver is
 // the oracle: tests run both drivers on two servers with the same script and compare.
 import { Long, Timestamp, type Document } from 'bson'
-import { helloReply, startWireServer, type WireReply, type WireServer } from './wire_server.js'
+import { startReplicaSet } from './topology.js'
+import type { WireReply, WireServer } from './wire_server.js'
 
 /** The replica set the fake primary says it belongs to. */
 export const SET_NAME = 'rs0'
@@ -146,18 +148,8 @@ export async function startChangeStreamServer(script: ChangeStreamScript): Promi
     return { ok: 1, operationTime }
   }
 
-  let address = ''
-  const server = await startWireServer({
-    answer,
-    hello: () => ({
-      ...helloReply(false),
-      setName: SET_NAME,
-      hosts: [address],
-      me: address,
-      secondary: false,
-    }),
-  })
-  address = server.address
+  const set = await startReplicaSet({ setName: SET_NAME, members: [{}], answer })
+  const server = set.members[0]!.wire
   return {
     ...server,
     streamCommands: () =>

@@ -1,10 +1,12 @@
-// A fake replica-set primary on the wire server: it answers the handshake as the primary of set
-// `rs0` (with `logicalSessionTimeoutMinutes`, so drivers use sessions) and, as a mongod does, puts
+// A fake replica-set primary (the one member of a `startReplicaSet` set, topology.ts): it answers
+// the handshake as the primary of set `rs0` (with `logicalSessionTimeoutMinutes`, so drivers use
+// sessions) and, as a mongod does, puts
 // `$clusterTime` and `operationTime` in every reply; the cluster time advances by one with every
 // command a test scripts (the handshake and monitoring checks do not advance it, so both drivers
 // see the same times whatever their monitoring does). Snapshot reads get `atClusterTime`.
 import { Binary, Long, Timestamp, type Document } from 'bson'
-import { helloReply, startWireServer, type WireReply, type WireServer } from './wire_server.js'
+import { startReplicaSet } from './topology.js'
+import type { WireReply, WireServer } from './wire_server.js'
 
 /** The seconds part of every cluster time the fake gives. */
 export const CLUSTER_SECONDS = 1_800_000_000
@@ -28,7 +30,6 @@ export interface ReplicaPrimaryOptions {
 /** Starts a primary of `rs0`; connect with `server.uri` (the set is discovered from its hello). */
 export async function startReplicaPrimary(options: ReplicaPrimaryOptions): Promise<WireServer> {
   let increment = 1
-  let address = ''
   const withTimes = (reply: Document, command: Document): Document => {
     const time = new Timestamp({ t: CLUSTER_SECONDS, i: increment })
     const snapshot = command.readConcern?.level === 'snapshot'
@@ -36,15 +37,9 @@ export async function startReplicaPrimary(options: ReplicaPrimaryOptions): Promi
     if (snapshot && !reply.cursor) reply.atClusterTime = command.readConcern.atClusterTime ?? time
     return { ...reply, operationTime: time, $clusterTime: clusterTimeOf(increment) }
   }
-  const server = await startWireServer({
-    hello: () => ({
-      ...helloReply(false),
-      setName: 'rs0',
-      hosts: [address],
-      me: address,
-      primary: address,
-      setVersion: 1,
-      logicalSessionTimeoutMinutes: 30,
+  const set = await startReplicaSet({
+    members: [{}],
+    helloFields: () => ({
       operationTime: new Timestamp({ t: CLUSTER_SECONDS, i: increment }),
       $clusterTime: clusterTimeOf(increment),
     }),
@@ -55,6 +50,5 @@ export async function startReplicaPrimary(options: ReplicaPrimaryOptions): Promi
       return withTimes(reply, command)
     },
   })
-  address = server.address
-  return server
+  return set.members[0]!.wire
 }

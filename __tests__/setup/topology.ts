@@ -170,6 +170,8 @@ export interface ReplicaSetOptions extends ServeOptions {
   setName?: string
   /** The members; the first one starts as the primary. */
   members: MemberOptions[]
+  /** Fields added to each hello reply of a member (a mongod's `$clusterTime`, ...). */
+  helloFields?: () => Document
 }
 
 /** A member of a fake replica set. */
@@ -225,6 +227,7 @@ export async function startReplicaSet(options: ReplicaSetOptions): Promise<Repli
         tags: member.tags,
         lastWrite: { opTime, lastWriteDate, majorityOpTime: opTime, majorityWriteDate: lastWriteDate },
         connectionId: context.connection,
+        ...options.helloFields?.(),
       }
     }
   // A member that is not primary refuses a primary read, as a real secondary does (drivers then

@@ -8,11 +8,12 @@
 //!   them) or the UTF-16LE text (`[-(start + 1), end]`, in UTF-16 units; JS turns it into a string
 //!   with a plain copy, where decoding UTF-8 would cost ~2.4x as much on Node 20); ObjectId:
 //!   1 slot, the offset of its 12 bytes in `extras`; int64: 2 slots `[low, high]` (signed 32-bit
-//!   halves); null: no slot; embedded
+//!   halves); Timestamp: 2 slots `[increment, seconds]` (unsigned 32-bit: a change event's
+//!   `clusterTime`, a reply's `operationTime`); null: no slot; embedded
 //!   document: its shape id then its values; array: its length then per element a type tag and the
 //!   element's slots; anything else: `FALLBACK`, 2 slots `[offset, length]` of a standalone BSON
 //!   document `{ "": value }` in `extras` that JS decodes with js-bson, so rare types (Decimal128,
-//!   Binary, Timestamp, regex, code, MinKey/MaxKey, DBRef-like documents, ...) stay exact.
+//!   Binary, regex, code, MinKey/MaxKey, DBRef-like documents, ...) stay exact.
 //!   A top-level document that cannot be taped is shape `-1` followed by `[offset, length]` of a
 //!   copy of the document in `extras`. So a taped batch needs no copy of the batch's BSON.
 //! - `shapes`: JSON `[{ "k": [keys], "t": [types] }]`, indexed by shape id.
@@ -27,7 +28,7 @@ use napi_derive::napi;
 
 use crate::raw::{
     cstring_end, document_length, fixed, value_length, Malformed, Parsed, ARRAY, BOOLEAN, DATE, DOCUMENT,
-    DOUBLE, INT32, INT64, MAX_DEPTH, NULL, OBJECT_ID, STRING,
+    DOUBLE, INT32, INT64, MAX_DEPTH, NULL, OBJECT_ID, STRING, TIMESTAMP,
 };
 
 /// Type tag of a value decoded by js-bson from `extras`.
@@ -48,6 +49,7 @@ pub struct TapeTags {
     pub null: u8,
     pub int32: u8,
     pub int64: u8,
+    pub timestamp: u8,
     pub fallback: u8,
 }
 
@@ -64,6 +66,7 @@ pub fn tape_tags() -> TapeTags {
         null: NULL,
         int32: INT32,
         int64: INT64,
+        timestamp: TIMESTAMP,
         fallback: FALLBACK,
     }
 }
@@ -214,6 +217,12 @@ impl Tape {
                 let high = i32::from_le_bytes(fixed(bytes, start + 4)?);
                 // JS applies js-bson's int64 rule to the two halves (`int64Value`, `ts/bson.ts`).
                 self.slots.extend([f64::from(low), f64::from(high)]);
+                start + 8
+            }
+            TIMESTAMP => {
+                let increment = u32::from_le_bytes(fixed(bytes, start)?);
+                let seconds = u32::from_le_bytes(fixed(bytes, start + 4)?);
+                self.slots.extend([f64::from(increment), f64::from(seconds)]);
                 start + 8
             }
             DATE => {

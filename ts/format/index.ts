@@ -9,7 +9,7 @@ import { BSON, type Document } from 'bson'
 import { toDeserializeOptions, type ResolvedBSONOptions } from '../bson.js'
 import { BatchOutput, type DocumentBatch } from '../native.cjs'
 import { deserializeAll, splitDocuments } from './raw.js'
-import { isTaped, tapeDecoder } from './tape.js'
+import { isTaped, tapeDecoder, tapeReader } from './tape.js'
 
 /** A batch format: what the native side prepares, and how JS decodes it. */
 export interface BatchFormat {
@@ -48,4 +48,21 @@ export const DOCUMENTS: BatchFormat = {
     const decoder = createDecoder(bsonOptions)
     return (batch) => decoder.decodeBatch(batch)
   },
+}
+
+/**
+ * Reads a batch of `DOCUMENTS` one document at a time, each decoded when it is asked for (the
+ * documents of a batch in order; as many calls as `batch.count`). For a reader that holds each
+ * document briefly (a change stream's events): a batch decoded at once stays alive through the
+ * garbage collections that run while it is read.
+ */
+export function documentReader(options: ResolvedBSONOptions): (batch: DocumentBatch) => () => Document {
+  const decoder = createDecoder(options)
+  const readTape = tapeReader(options)
+  return (batch) => {
+    if (!options.raw && isTaped(batch)) return readTape(batch)
+    const documents = decoder.decodeBatch(batch)
+    let position = 0
+    return () => documents[position++]!
+  }
 }

@@ -8,7 +8,7 @@
  * js-bson itself.
  * @module
  */
-import { BSON, Double, Int32, Long, ObjectId, type Document } from 'bson'
+import { BSON, Double, Int32, Long, ObjectId, Timestamp, type Document } from 'bson'
 import {
   int64Value,
   objectIdAt,
@@ -28,6 +28,7 @@ const enum Tag {
   Date = 0x09,
   Null = 0x0a,
   Int32 = 0x10,
+  Timestamp = 0x11,
   Int64 = 0x12,
   Fallback = 0xf0,
 }
@@ -78,6 +79,11 @@ class TapeReader {
 
   objectIdAt(offset: number): ObjectId {
     return objectIdAt(this.extras, offset)
+  }
+
+  /** A Timestamp from its `[increment, seconds]` slots, as js-bson builds it. */
+  timestamp(i: number, t: number): Timestamp {
+    return new Timestamp({ i, t })
   }
 
   int64(): number | Long | bigint {
@@ -140,6 +146,11 @@ class TapeReader {
         return this.options.promoteValues ? this.number() : new Int32(this.number())
       case Tag.Int64:
         return this.int64()
+      case Tag.Timestamp: {
+        const at = this.position
+        this.position += 2
+        return this.timestamp(this.slots[at]!, this.slots[at + 1]!)
+      }
       case Tag.Fallback:
         return this.fallback()
       default:
@@ -196,6 +207,8 @@ function fieldExpression(tag: Tag, options: DecoderOptions): string {
       return viaReader('array()')
     case Tag.Int64:
       return viaReader('int64()')
+    case Tag.Timestamp:
+      return '(a = s[p], b = s[p + 1], p += 2, r.timestamp(a, b))'
     default:
       return viaReader('fallback()')
   }
@@ -280,6 +293,18 @@ export function tapeDecoder(options: ResolvedBSONOptions): (batch: TapeBatch) =>
   }
 }
 
+/** Reads a taped batch one top-level document per call, with `tapeDecoder`'s values. */
+export function tapeReader(options: ResolvedBSONOptions): (batch: TapeBatch) => () => Document {
+  const decoderOptions = toDecoderOptions(options)
+  const variant = options.promoteValues ? 'v:' : 'w:'
+  return (batch) => {
+    // As in tapeDecoder: js-bson's own error for the option sets it refuses.
+    if (options.useBigInt64) BSON.deserialize(EMPTY_DOCUMENT, decoderOptions.deserialize)
+    const reader = new TapeReader(batch, buildersFor(batch.shapes, decoderOptions, variant), decoderOptions)
+    return () => reader.topLevelDocument()
+  }
+}
+
 /** What an area Rust left out reads as. */
 const NO_EXTRAS = Buffer.alloc(0)
 
@@ -299,5 +324,6 @@ export const TAPE_TAGS = {
   null: Tag.Null,
   int32: Tag.Int32,
   int64: Tag.Int64,
+  timestamp: Tag.Timestamp,
   fallback: Tag.Fallback,
 }

@@ -33,6 +33,7 @@ const OPTIONS_ARGUMENT: Readonly<Record<RoutedMethod, number>> = {
   estimatedDocumentCount: 0,
   distinct: 2,
   aggregate: 1,
+  watch: 1,
 }
 
 const ROUTED = new Set<string>(ROUTED_METHODS)
@@ -135,7 +136,8 @@ export class Router {
       }
       if (!(result instanceof Promise)) {
         this.#counters.served(method)
-        return officialCursor(result as object)
+        // A change stream is Mongoose's to wrap (its ChangeStream) as the official one: no cursor.
+        return method === 'watch' ? result : officialCursor(result as object)
       }
       return result.then(
         (value) => {

@@ -11,6 +11,7 @@ export const ROUTED_METHODS = [
   'estimatedDocumentCount',
   'distinct',
   'aggregate',
+  'watch',
 ] as const
 
 export type RoutedMethod = (typeof ROUTED_METHODS)[number]
@@ -24,7 +25,8 @@ export type RoutedMethod = (typeof ROUTED_METHODS)[number]
  * - `explain`: a `find` with `explain` (the plan describes the command each driver sent);
  * - `client`: no rumongo client for this connection (see `MongoosePluginStats.clientError`);
  * - `write`: a write (insert, update, replace, delete, findOneAnd*, bulkWrite);
- * - `watch`: a change stream;
+ * - `watch`: not given any more (a change stream, `Model.watch()`, is served through rumongo);
+ *   kept so that code matching on it still compiles;
  * - `method`: any other driver method (index management, `count`, `drop`, ...).
  */
 export type MongooseFallbackReason =

@@ -6,10 +6,12 @@ use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use bson::raw::{cstr, CStr};
 use bson::{rawdoc, DateTime, RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 
+use crate::change_stream::{self, Stream};
 use crate::compression::{self, Compressor};
 use crate::datasets::{Collection, Pool, Projection};
 use crate::generate::{index_of_object_id, label, LABEL_PERIOD};
@@ -176,11 +178,26 @@ struct Cursor {
     end: u64,
 }
 
+/// A cursor of the table: over documents, or a change stream's.
+enum OpenCursor {
+    Documents(Cursor),
+    Changes(Stream),
+}
+
+impl OpenCursor {
+    fn ns(&self) -> String {
+        match self {
+            OpenCursor::Documents(cursor) => cursor.ns.clone(),
+            OpenCursor::Changes(stream) => stream.ns(),
+        }
+    }
+}
+
 /// The shared state: collections (read-only) and open cursors, which like mongod's belong to no
 /// connection.
 pub struct Server {
     collections: HashMap<String, Collection>,
-    cursors: Mutex<HashMap<i64, Cursor>>,
+    cursors: Mutex<HashMap<i64, OpenCursor>>,
     next_cursor_id: AtomicI64,
     next_connection_id: AtomicI32,
     /// getMore commands received, reported by `serverStatus` as mongod does.
@@ -206,7 +223,8 @@ pub struct ReplicaSet {
 }
 
 /// Runs the command of an OP_MSG, writing the reply body (or the error) to `out`. `compression`:
-/// the compressor a hello negotiates (see `compression::negotiate`).
+/// the compressor a hello negotiates (see `compression::negotiate`). Returns how long to wait
+/// before sending the reply: a change stream's getMore that found no event waits its maxTimeMS.
 pub fn run(
     server: &Server,
     role: &Role,
@@ -214,12 +232,14 @@ pub fn run(
     compression: Option<Compressor>,
     body: &RawDocument,
     out: &mut Vec<u8>,
-) {
+) -> Option<Duration> {
     let start = out.len();
-    if let Err(error) = server.dispatch(role, connection_id, compression, body, out) {
+    let mut wait = None;
+    if let Err(error) = server.dispatch(role, connection_id, compression, body, out, &mut wait) {
         out.truncate(start);
         write_error(out, error);
     }
+    wait
 }
 
 /// Runs the command of a legacy OP_QUERY: only the handshake, as mongod 6+ does.
@@ -383,6 +403,25 @@ fn filter(key: &str, value: RawBsonRef) -> Result<Filter, CommandError> {
     }
 }
 
+/// The options of a pipeline's `$changeStream` first stage, if it has one; a change stream of
+/// more stages is refused (the script has no other stage).
+fn change_stream_stage(stages: &bson::RawArray) -> Result<Option<&RawDocument>, CommandError> {
+    let mut stages = stages.into_iter();
+    let first = stages
+        .next()
+        .and_then(Result::ok)
+        .and_then(RawBsonRef::as_document);
+    let Some(options) = first.and_then(|stage| stage.get_document("$changeStream").ok()) else {
+        return Ok(None);
+    };
+    if first.is_some_and(|stage| stage.iter().count() != 1) || stages.next().is_some() {
+        return Err(bad_value(
+            "unsupported change stream pipeline: only a $changeStream stage alone is supported",
+        ));
+    }
+    Ok(Some(options))
+}
+
 /// The `$group` of countDocuments' pipeline; anything else is refused.
 fn count_stage(argument: RawBsonRef) -> Result<CountStage, CommandError> {
     let unsupported =
@@ -473,6 +512,7 @@ impl Server {
         compression: Option<Compressor>,
         body: &RawDocument,
         out: &mut Vec<u8>,
+        wait: &mut Option<Duration>,
     ) -> Result<(), CommandError> {
         let name = command_name(body)?;
         let db = body.get_str("$db").map_err(|_| bad_value("missing $db"))?;
@@ -501,10 +541,10 @@ impl Server {
             "find" => self.find(db, body, out),
             "getMore" => {
                 self.get_mores.fetch_add(1, Ordering::Relaxed);
-                self.get_more(db, body, out)
+                self.get_more(db, body, out, wait)
             }
             "killCursors" => self.kill_cursors(body, out),
-            "aggregate" => self.aggregate(db, body, out),
+            "aggregate" => self.aggregate(role, db, body, out),
             "count" => self.count(db, body, out),
             "distinct" => self.distinct(db, body, out),
             "listCollections" => self.list_collections(db, body, out),
@@ -610,7 +650,10 @@ impl Server {
         out.extend_from_slice(&1.0f64.to_le_bytes());
         end_document(out, reply);
         if id != 0 {
-            self.cursors.lock().unwrap().insert(id, cursor);
+            self.cursors
+                .lock()
+                .unwrap()
+                .insert(id, OpenCursor::Documents(cursor));
         }
     }
 
@@ -653,7 +696,13 @@ impl Server {
         self.open_cursor(db, read, out)
     }
 
-    fn get_more(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
+    fn get_more(
+        &self,
+        db: &str,
+        body: &RawDocument,
+        out: &mut Vec<u8>,
+        wait: &mut Option<Duration>,
+    ) -> Result<(), CommandError> {
         let Ok(id) = body.get_i64("getMore") else {
             return Err(bad_value("getMore: the cursor id must be a long"));
         };
@@ -677,10 +726,10 @@ impl Server {
             });
         };
         let ns = format!("{db}.{collection}");
-        if cursor.ns != ns {
+        if cursor.ns() != ns {
             let message = format!(
                 "Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {}",
-                cursor.ns
+                cursor.ns()
             );
             self.cursors.lock().unwrap().insert(id, cursor);
             return Err(CommandError {
@@ -689,7 +738,22 @@ impl Server {
                 message,
             });
         }
-        self.write_batch(out, "nextBatch", cursor, max_docs, true, Some(id));
+        match cursor {
+            OpenCursor::Documents(cursor) => {
+                self.write_batch(out, "nextBatch", cursor, max_docs, true, Some(id))
+            }
+            OpenCursor::Changes(mut stream) => {
+                // Nothing more is written: awaitData holds the empty batch for maxTimeMS.
+                if stream.exhausted() {
+                    *wait = Some(change_stream::await_time(body));
+                }
+                stream.write_reply(out, "nextBatch", max_docs, id);
+                self.cursors
+                    .lock()
+                    .unwrap()
+                    .insert(id, OpenCursor::Changes(stream));
+            }
+        }
         Ok(())
     }
 
@@ -720,8 +784,15 @@ impl Server {
         )
     }
 
-    fn aggregate(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
+    fn aggregate(
+        &self,
+        role: &Role,
+        db: &str,
+        body: &RawDocument,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CommandError> {
         let mut read = Read::new();
+        let mut change_stream = false;
         for element in body {
             let (key, value) = element.map_err(|error| bad_value(error.to_string()))?;
             let key = key.as_str();
@@ -731,6 +802,18 @@ impl Server {
                     let stages = value
                         .as_array()
                         .ok_or_else(|| bad_value("'pipeline' must be an array"))?;
+                    if let Some(options) = change_stream_stage(stages)? {
+                        if role.set.is_none() {
+                            return Err(CommandError {
+                                code: 40573,
+                                code_name: "Location40573",
+                                message: "The $changeStream stage is only supported on replica sets".into(),
+                            });
+                        }
+                        change_stream::check_options(options).map_err(bad_value)?;
+                        change_stream = true;
+                        continue;
+                    }
                     for stage in stages {
                         let stage = stage.ok().and_then(RawBsonRef::as_document);
                         let mut fields = stage.into_iter().flat_map(RawDocument::iter);
@@ -772,7 +855,39 @@ impl Server {
                 _ => unsupported("aggregate", key)?,
             }
         }
+        if change_stream {
+            return self.open_change_stream(db, read.collection, out);
+        }
         self.open_cursor(db, read, out)
+    }
+
+    /// Opens a change stream on collection `name`: its documents are the events to come (none for
+    /// a missing collection, as mongod's stream on a collection not yet created). The first batch
+    /// is empty, as the inserts come after the stream opens.
+    fn open_change_stream(&self, db: &str, name: &str, out: &mut Vec<u8>) -> Result<(), CommandError> {
+        let (pool, end) = match self.collection(db, name) {
+            Some(collection) if collection.dataset.is_none() => {
+                return Err(bad_value(
+                    "change streams are served on generated collections only",
+                ))
+            }
+            Some(collection) => (collection.pool(None).map_err(bad_value)?, collection.count),
+            None => (Arc::new(Pool::empty()), 0),
+        };
+        let mut stream = Stream {
+            db: db.to_owned(),
+            coll: name.to_owned(),
+            pool,
+            next: 0,
+            end,
+        };
+        let id = self.next_cursor_id.fetch_add(1, Ordering::Relaxed);
+        stream.write_reply(out, "firstBatch", 0, id);
+        self.cursors
+            .lock()
+            .unwrap()
+            .insert(id, OpenCursor::Changes(stream));
+        Ok(())
     }
 
     fn count(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {

@@ -14,7 +14,7 @@ use crate::generate::{object_id_bytes, Generator, POOL_SIZE};
 use crate::wire::{begin_element, ELEMENT_DOCUMENT};
 
 /// The cap on a batch's total document bytes, as mongod's (the first document always goes).
-const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 
 /// Encoded documents stored back to back.
 pub struct Pool {
@@ -63,6 +63,18 @@ impl Pool {
         &self.bytes[self.starts[k as usize]..self.starts[k as usize + 1]]
     }
 
+    /// Appends document `index`: pool document `index % len` with its own `_id` and `n`.
+    pub fn write_document(&self, out: &mut Vec<u8>, index: u64) {
+        let at = out.len();
+        out.extend_from_slice(self.document(index % self.len()));
+        if let Some(id_at) = self.id_at {
+            out[at + id_at..at + id_at + 12].copy_from_slice(&object_id_bytes(index));
+        }
+        if let Some(n_at) = self.n_at {
+            out[at + n_at..at + n_at + 4].copy_from_slice(&(index as i32).to_le_bytes());
+        }
+    }
+
     /// Appends array elements "0", "1", ... for documents `start..end`, at most `max_docs` of them
     /// and within the batch byte cap; returns the index after the last one written.
     pub fn write_batch(&self, out: &mut Vec<u8>, start: u64, end: u64, max_docs: u64) -> u64 {
@@ -76,14 +88,7 @@ impl Pool {
             }
             bytes += document.len();
             begin_element(out, ELEMENT_DOCUMENT, keys.format(index - start));
-            let at = out.len();
-            out.extend_from_slice(document);
-            if let Some(id_at) = self.id_at {
-                out[at + id_at..at + id_at + 12].copy_from_slice(&object_id_bytes(index));
-            }
-            if let Some(n_at) = self.n_at {
-                out[at + n_at..at + n_at + 4].copy_from_slice(&(index as i32).to_le_bytes());
-            }
+            self.write_document(out, index);
             index += 1;
         }
         index

@@ -1,6 +1,7 @@
 //! rumongo-replay: a MongoDB wire-protocol server that answers reads from pre-encoded documents,
 //! so that a benchmark measures the client and not the server. See README.md.
 
+mod change_stream;
 mod commands;
 mod compression;
 mod datasets;

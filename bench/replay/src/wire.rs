@@ -29,6 +29,9 @@ pub const ELEMENT_DOUBLE: u8 = 0x01;
 pub const ELEMENT_STRING: u8 = 0x02;
 pub const ELEMENT_DOCUMENT: u8 = 0x03;
 pub const ELEMENT_ARRAY: u8 = 0x04;
+pub const ELEMENT_OBJECT_ID: u8 = 0x07;
+pub const ELEMENT_DATETIME: u8 = 0x09;
+pub const ELEMENT_TIMESTAMP: u8 = 0x11;
 pub const ELEMENT_INT64: u8 = 0x12;
 
 fn invalid(message: impl Into<String>) -> io::Error {
@@ -80,10 +83,13 @@ pub async fn serve(stream: TcpStream, server: Arc<Server>, role: Role) -> io::Re
                 let offer = compression::negotiate(&body);
                 let out = reply.begin(OP_MSG, request_id);
                 out.extend_from_slice(&[0, 0, 0, 0, 0]); // flagBits, then section kind 0 (body)
-                commands::run(&server, &role, connection_id, offer, &body, out);
+                let wait = commands::run(&server, &role, connection_id, offer, &body, out);
                 // moreToCome: the client expects no reply.
                 if more_to_come {
                     continue;
+                }
+                if let Some(wait) = wait {
+                    tokio::time::sleep(wait).await;
                 }
             }
             OP_QUERY => {

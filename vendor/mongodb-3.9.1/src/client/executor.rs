@@ -862,6 +862,14 @@ impl Client {
                 }
                 session.update_last_use();
             }
+            // rumongo patch (vendor/README.md): a killCursors run in an explicit session carries
+            // that session's lsid, as the Node driver's does for a cursor of the session.
+            Some(ref mut session)
+                if !session.is_implicit() && cmd.name.eq_ignore_ascii_case("killCursors") =>
+            {
+                cmd.set_session(session);
+                session.update_last_use();
+            }
             Some(ref session) if !op.supports_sessions() && !session.is_implicit() => {
                 return Err(ErrorKind::InvalidArgument {
                     message: format!("{} does not support sessions", cmd.name),

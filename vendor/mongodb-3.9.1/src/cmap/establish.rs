@@ -8,6 +8,7 @@ use crate::{
     client::{
         auth::Credential,
         options::{ServerAddress, TlsOptions},
+        ClusterTime,
     },
     error::{Error as MongoError, ErrorKind, Result},
     hello::HelloReply,
@@ -113,12 +114,13 @@ impl ConnectionEstablisher {
         .await?
     }
 
-    /// Establishes a connection.
+    /// Establishes a connection; also returns the handshake reply's `$clusterTime` (rumongo patch,
+    /// vendor/README.md).
     pub(crate) async fn establish_connection(
         &self,
         mut pending_connection: PendingConnection,
         credential: Option<&Credential>,
-    ) -> std::result::Result<PooledConnection, EstablishError> {
+    ) -> std::result::Result<(PooledConnection, Option<ClusterTime>), EstablishError> {
         let pool_gen = pending_connection.generation.clone();
         let address = pending_connection.address.clone();
         let cancellation_receiver = pending_connection.cancellation_receiver.take();
@@ -167,7 +169,7 @@ impl ConnectionEstablisher {
             }
         }
 
-        handshake_result.map_err(|e| {
+        let hello = handshake_result.map_err(|e| {
             if connection.stream_description().is_err() {
                 EstablishError::pre_hello(e, pool_gen)
             } else {
@@ -175,7 +177,7 @@ impl ConnectionEstablisher {
             }
         })?;
 
-        Ok(connection)
+        Ok((connection, hello.cluster_time))
     }
 
     /// Establishes a monitoring connection.

@@ -723,9 +723,18 @@ async fn establish_connection(
     let connection_id = pending_connection.id;
     let address = pending_connection.address.clone();
 
-    let mut establish_result = establisher
+    let establish_result = establisher
         .establish_connection(pending_connection, credential.as_ref())
         .await;
+    // rumongo patch (vendor/README.md): the `$clusterTime` of an application connection's
+    // handshake is the client's as a command reply's is, so the first command gossips it, as the
+    // Node driver's does (a monitoring connection's still is not).
+    if let Ok((_, Some(cluster_time))) = &establish_result {
+        server_updater
+            .advance_cluster_time(cluster_time.clone())
+            .await;
+    }
+    let mut establish_result = establish_result.map(|(connection, _)| connection);
 
     match establish_result {
         Err(ref e) => {
