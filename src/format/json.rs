@@ -374,26 +374,22 @@ impl Writer {
             9..=16 => self.short_string::<16>(bytes, start, length),
             17..=32 => self.short_string::<32>(bytes, start, length),
             33..=64 => self.short_string::<64>(bytes, start, length),
-            _ => false,
+            _ => None,
         };
-        if done {
-            return Ok(());
-        }
-        self.string(&bytes[start..end])
+        done.unwrap_or_else(|| self.string(&bytes[start..end]))
     }
 
-    /// Writes the string of `length <= N` bytes at `start` if it needs no escaping and its window
-    /// fits in `bytes`; returns whether it did.
+    /// Writes the string of `length <= N` bytes at `start` if its window fits in `bytes` (`None`
+    /// if not): copied with the window when it needs no escaping, else validated and escaped as
+    /// the window's flags say, without a second look at its bytes.
     #[inline(always)]
-    fn short_string<const N: usize>(&mut self, bytes: &[u8], start: usize, length: usize) -> bool {
-        let Some(window) = bytes
+    fn short_string<const N: usize>(&mut self, bytes: &[u8], start: usize, length: usize) -> Option<Step> {
+        let window = bytes
             .get(start..start + N)
-            .and_then(|window| <&[u8; N]>::try_from(window).ok())
-        else {
-            return false;
-        };
-        if window_needs_escape_or_validation(window, length) {
-            return false;
+            .and_then(|window| <&[u8; N]>::try_from(window).ok())?;
+        let (escapes, non_ascii) = window_flags(window, length);
+        if escapes || non_ascii {
+            return Some(self.checked_string(&window[..length], escapes, non_ascii));
         }
         let mark = self.out.len();
         self.out.reserve(N + 2);
@@ -401,12 +397,17 @@ impl Writer {
         self.out.extend_from_slice(window);
         self.out.truncate(mark + 1 + length);
         self.out.push(b'"');
-        true
+        Some(Ok(()))
     }
 
     /// A JSON string of `text` (a BSON string's bytes); invalid UTF-8 defers the document.
     fn string(&mut self, text: &[u8]) -> Step {
         let (escapes, non_ascii) = escapes_and_non_ascii(text);
+        self.checked_string(text, escapes, non_ascii)
+    }
+
+    /// A JSON string of `text`, which holds a byte to escape and a non-ASCII byte as the flags say.
+    fn checked_string(&mut self, text: &[u8], escapes: bool, non_ascii: bool) -> Step {
         if non_ascii && !is_utf8(text) {
             return Err(Deferred);
         }
@@ -414,7 +415,7 @@ impl Writer {
             self.escaped(text);
             return Ok(());
         }
-        // The common case: printable ASCII or valid UTF-8 without a byte to escape, copied as is.
+        // Printable ASCII or valid UTF-8 without a byte to escape, copied as is.
         self.out.reserve(text.len() + 2);
         self.out.push(b'"');
         self.out.extend_from_slice(text);
@@ -875,18 +876,18 @@ fn escapes_and_non_ascii(text: &[u8]) -> (bool, bool) {
     }
 }
 
-/// Whether a window's first `length` bytes hold a byte JSON escapes or a non-ASCII byte, a word at a
-/// time: the flags of the bytes after them are masked off (their borrows go up, away from the
-/// string's bytes).
+/// Whether a window's first `length` bytes hold a byte JSON escapes, and whether they hold a
+/// non-ASCII byte: sixteen bytes at a time (see `scan`), a word for a window of 8. The flags of
+/// the bytes after them are masked off (in a word, their borrows go up, away from the string's
+/// bytes).
 #[inline(always)]
-fn window_needs_escape_or_validation<const N: usize>(window: &[u8; N], length: usize) -> bool {
-    let mut flags = 0;
-    for (index, word) in window.chunks_exact(8).enumerate() {
-        let mask = low_bytes(length.saturating_sub(index * 8).min(8));
-        flags |= escape_or_validation_flags(u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes")))
-            & mask;
+fn window_flags<const N: usize>(window: &[u8; N], length: usize) -> (bool, bool) {
+    if N < scan::BLOCK {
+        let word = u64::from_le_bytes(window[..8].try_into().expect("a window of 8 bytes"));
+        let mask = low_bytes(length);
+        return (escape_flags(word) & mask != 0, word & HIGHS & mask != 0);
     }
-    flags != 0
+    scan::window_flags(window, length)
 }
 
 /// Whether eight bytes read as a little-endian word may hold a byte JSON escapes (control, quote,
@@ -894,27 +895,20 @@ fn window_needs_escape_or_validation<const N: usize>(window: &[u8; N], length: u
 /// flagged is looked at byte by byte.
 #[inline(always)]
 fn word_needs_escape(word: u64) -> bool {
-    // The flags of `escape_or_validation_flags` but for non-ASCII bytes (whose high bit is set in
-    // the word, and in each of its three terms, none of which borrows from them).
+    escape_flags(word) != 0
+}
+
+/// The high bit of each byte of a little-endian word that JSON escapes (control, quote,
+/// backslash), in a few operations without branches. A byte below 0x20 borrows from the next one
+/// up when 0x20 is taken from it, as do a quote or backslash when 1 is taken from it xored with
+/// itself: a flag may be false only above a true one, so the lowest is exact. `& !word` drops
+/// non-ASCII bytes, whose high bit is set in each of the three terms.
+#[inline(always)]
+fn escape_flags(word: u64) -> u64 {
     (word.wrapping_sub(ONES * 0x20)
         | (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
         | (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES))
         & !word
-        & HIGHS
-        != 0
-}
-
-/// The high bit of each byte of a little-endian word that JSON escapes or that is not ASCII, in
-/// a few operations without branches. A byte below 0x20 borrows from the next one up when 0x20 is
-/// taken from it, as do a quote or backslash when 1 is taken from it xored with itself: a flag
-/// may be false only above a true one. The high bit of the word itself flags non-ASCII bytes, so
-/// the usual `& !word` of a zero-byte test is not needed.
-#[inline(always)]
-fn escape_or_validation_flags(word: u64) -> u64 {
-    (word.wrapping_sub(ONES * 0x20)
-        | (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
-        | (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES)
-        | word)
         & HIGHS
 }
 
@@ -1209,11 +1203,15 @@ mod tests {
             let word = u64::from_le_bytes(bytes);
             let escapes = bytes.iter().any(|&byte| ESCAPES[usize::from(byte)] != 0);
             assert_eq!(word_needs_escape(word), escapes, "{bytes:?}");
-            assert_eq!(
-                escape_or_validation_flags(word) != 0,
-                escapes || bytes.iter().any(|&byte| byte >= 0x80),
-                "{bytes:?}"
-            );
+            // A window of 8 (`window_flags`): its first `length` bytes only.
+            for length in 0..=8 {
+                let text = &bytes[..length];
+                let expected = (
+                    text.iter().any(|&byte| ESCAPES[usize::from(byte)] != 0),
+                    text.iter().any(|&byte| byte >= 0x80),
+                );
+                assert_eq!(window_flags(&bytes, length), expected, "{bytes:?} {length}");
+            }
         }
     }
 
