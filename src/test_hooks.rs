@@ -34,6 +34,13 @@ pub fn encode_test_batch(reply: Buffer, output: BatchOutput) -> napi::Result<Doc
     Ok(encode_documents(&test_batch_documents(&reply)?, output, &unused)?)
 }
 
+/// The bytes of the spare JSON text buffers kept for the next batches (see `handover::TextBuffer`).
+#[napi]
+pub fn test_spare_text_bytes() -> u32 {
+    // At most `SPARE_TEXT_LIMIT_BYTES` (32 MiB).
+    crate::handover::spare_text_bytes() as u32
+}
+
 /// The documents of a `{ batch: [doc, ...] }` reply.
 fn test_batch_documents(reply: &[u8]) -> Result<Vec<&[u8]>> {
     let reply = bson::RawDocument::from_bytes(reply).map_err(Error::from)?;

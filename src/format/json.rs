@@ -12,9 +12,14 @@
 //! `MAX_DEPTH`, malformed bytes) is deferred: its place in the text is recorded and the JS side
 //! renders it from js-bson's decode, so the output stays exact, errors included.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 use rayon::prelude::*;
 
+use crate::handover::text_buffer;
+
+mod scan;
 use crate::raw::{
     cstring_end, document_length, fixed, is_safe_integer, promoted_int64, size_at, word_at, Malformed, ARRAY,
     BINARY, BOOLEAN, DATE, DECIMAL128, DOCUMENT, DOUBLE, HIGHS, INT32, INT64, MAX_DEPTH, MAX_KEY, MIN_KEY,
@@ -113,7 +118,7 @@ pub fn transcode(documents: &[&[u8]], format: JsonFormat) -> JsonBatch {
 fn transcode_part(documents: &[&[u8]], format: JsonFormat, after_another: bool) -> JsonBatch {
     let bytes = documents.iter().map(|document| document.len()).sum::<usize>();
     let mut writer = Writer {
-        out: Vec::with_capacity(bytes + bytes / 2),
+        out: text_buffer(expected_text_bytes(bytes)),
         format,
         floats: ryu_js::Buffer::new(),
         integers: itoa::Buffer::new(),
@@ -131,10 +136,30 @@ fn transcode_part(documents: &[&[u8]], format: JsonFormat, after_another: bool) 
             deferred_bson.extend_from_slice(document);
         }
     }
+    record_expansion(bytes, writer.out.len());
     JsonBatch {
         parts: vec![writer.out],
         deferred_bson,
         deferred,
+    }
+}
+
+/// Text bytes per 1,024 BSON bytes of the last part transcoded (any format, any thread): the
+/// next part's buffer is sized from it. A fixed guess either wastes memory on string-heavy
+/// documents (about as long in JSON as in BSON) or falls short on number-heavy ones (1.6 times as
+/// long), whose buffer then grows by a copy into fresh pages.
+static TEXT_PER_KIB: AtomicUsize = AtomicUsize::new(1536);
+
+/// The capacity for the text of `bytes` of BSON: the last part's expansion and an eighth more.
+fn expected_text_bytes(bytes: usize) -> usize {
+    let per_kib = TEXT_PER_KIB.load(Ordering::Relaxed);
+    (bytes / 1024 + 1) * (per_kib + per_kib / 8)
+}
+
+fn record_expansion(bson_bytes: usize, text_bytes: usize) {
+    // Small parts say little about the next ones.
+    if bson_bytes >= 64 * 1024 {
+        TEXT_PER_KIB.store(text_bytes * 1024 / bson_bytes, Ordering::Relaxed);
     }
 }
 
@@ -349,26 +374,22 @@ impl Writer {
             9..=16 => self.short_string::<16>(bytes, start, length),
             17..=32 => self.short_string::<32>(bytes, start, length),
             33..=64 => self.short_string::<64>(bytes, start, length),
-            _ => false,
+            _ => None,
         };
-        if done {
-            return Ok(());
-        }
-        self.string(&bytes[start..end])
+        done.unwrap_or_else(|| self.string(&bytes[start..end]))
     }
 
-    /// Writes the string of `length <= N` bytes at `start` if it needs no escaping and its window
-    /// fits in `bytes`; returns whether it did.
+    /// Writes the string of `length <= N` bytes at `start` if its window fits in `bytes` (`None`
+    /// if not): copied with the window when it needs no escaping, else validated and escaped as
+    /// the window's flags say, without a second look at its bytes.
     #[inline(always)]
-    fn short_string<const N: usize>(&mut self, bytes: &[u8], start: usize, length: usize) -> bool {
-        let Some(window) = bytes
+    fn short_string<const N: usize>(&mut self, bytes: &[u8], start: usize, length: usize) -> Option<Step> {
+        let window = bytes
             .get(start..start + N)
-            .and_then(|window| <&[u8; N]>::try_from(window).ok())
-        else {
-            return false;
-        };
-        if window_needs_escape_or_validation(window, length) {
-            return false;
+            .and_then(|window| <&[u8; N]>::try_from(window).ok())?;
+        let (escapes, non_ascii) = window_flags(window, length);
+        if escapes || non_ascii {
+            return Some(self.checked_string(&window[..length], escapes, non_ascii));
         }
         let mark = self.out.len();
         self.out.reserve(N + 2);
@@ -376,23 +397,29 @@ impl Writer {
         self.out.extend_from_slice(window);
         self.out.truncate(mark + 1 + length);
         self.out.push(b'"');
-        true
+        Some(Ok(()))
     }
 
     /// A JSON string of `text` (a BSON string's bytes); invalid UTF-8 defers the document.
     fn string(&mut self, text: &[u8]) -> Step {
-        if !needs_escape_or_validation(text) {
-            // The common case: printable ASCII, copied as is.
-            self.out.reserve(text.len() + 2);
-            self.out.push(b'"');
-            self.out.extend_from_slice(text);
-            self.out.push(b'"');
-            return Ok(());
-        }
-        if !text.is_ascii() && !is_utf8(text) {
+        let (escapes, non_ascii) = escapes_and_non_ascii(text);
+        self.checked_string(text, escapes, non_ascii)
+    }
+
+    /// A JSON string of `text`, which holds a byte to escape and a non-ASCII byte as the flags say.
+    fn checked_string(&mut self, text: &[u8], escapes: bool, non_ascii: bool) -> Step {
+        if non_ascii && !is_utf8(text) {
             return Err(Deferred);
         }
-        self.escaped(text);
+        if escapes {
+            self.escaped(text);
+            return Ok(());
+        }
+        // Printable ASCII or valid UTF-8 without a byte to escape, copied as is.
+        self.out.reserve(text.len() + 2);
+        self.out.push(b'"');
+        self.out.extend_from_slice(text);
+        self.out.push(b'"');
         Ok(())
     }
 
@@ -404,8 +431,15 @@ impl Writer {
         let mut copied = 0;
         let mut index = 0;
         while index < bytes.len() {
-            // Eight bytes at a time past those JSON keeps (non-ASCII text included).
-            if word_at(bytes, index).is_some_and(|word| !word_needs_escape(word)) {
+            // Sixteen bytes at a time up to the next byte to escape (non-ASCII text included),
+            // then eight, then one by one.
+            if let Ok(block) = fixed::<{ scan::BLOCK }>(bytes, index) {
+                let first = scan::scan(&block).first_escape;
+                index += first;
+                if first == scan::BLOCK {
+                    continue;
+                }
+            } else if word_at(bytes, index).is_some_and(|word| !word_needs_escape(word)) {
                 index += 8;
                 continue;
             }
@@ -818,29 +852,42 @@ fn low_bytes(count: usize) -> u64 {
     u64::MAX.checked_shr(64 - 8 * count as u32).unwrap_or(0)
 }
 
-/// Whether `text` has a byte JSON escapes (control, quote, backslash) or a non-ASCII byte (to
-/// validate), eight bytes at a time: most strings have neither and are copied as they are.
-fn needs_escape_or_validation(text: &[u8]) -> bool {
-    let mut words = text.chunks_exact(8);
-    words.any(|word| {
-        word_needs_escape_or_validation(u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes")))
-    }) || words
-        .remainder()
-        .iter()
-        .any(|&byte| byte >= 0x80 || ESCAPES[usize::from(byte)] != 0)
+/// Whether `text` has a byte JSON escapes (control, quote, backslash), and whether it has a
+/// non-ASCII byte (UTF-8 to validate), sixteen bytes at a time (see `scan`): the last block
+/// overlaps the one before it, and text under sixteen bytes is scanned padded with spaces.
+fn escapes_and_non_ascii(text: &[u8]) -> (bool, bool) {
+    let block_at = |at: usize| fixed::<{ scan::BLOCK }>(text, at).expect("a block within the text");
+    let Some(last) = text.len().checked_sub(scan::BLOCK) else {
+        let mut block = [b' '; scan::BLOCK];
+        block[..text.len()].copy_from_slice(text);
+        let found = scan::scan(&block);
+        return (found.first_escape < scan::BLOCK, found.non_ascii);
+    };
+    let (mut escapes, mut non_ascii) = (false, false);
+    let mut at = 0;
+    loop {
+        let found = scan::scan(&block_at(at.min(last)));
+        escapes |= found.first_escape < scan::BLOCK;
+        non_ascii |= found.non_ascii;
+        if at >= last {
+            return (escapes, non_ascii);
+        }
+        at += scan::BLOCK;
+    }
 }
 
-/// `needs_escape_or_validation` of a window's first `length` bytes: the flags of the bytes after
-/// them are masked off (their borrows go up, away from the string's bytes).
+/// Whether a window's first `length` bytes hold a byte JSON escapes, and whether they hold a
+/// non-ASCII byte: sixteen bytes at a time (see `scan`), a word for a window of 8. The flags of
+/// the bytes after them are masked off (in a word, their borrows go up, away from the string's
+/// bytes).
 #[inline(always)]
-fn window_needs_escape_or_validation<const N: usize>(window: &[u8; N], length: usize) -> bool {
-    let mut flags = 0;
-    for (index, word) in window.chunks_exact(8).enumerate() {
-        let mask = low_bytes(length.saturating_sub(index * 8).min(8));
-        flags |= escape_or_validation_flags(u64::from_le_bytes(word.try_into().expect("chunks of 8 bytes")))
-            & mask;
+fn window_flags<const N: usize>(window: &[u8; N], length: usize) -> (bool, bool) {
+    if N < scan::BLOCK {
+        let word = u64::from_le_bytes(window[..8].try_into().expect("a window of 8 bytes"));
+        let mask = low_bytes(length);
+        return (escape_flags(word) & mask != 0, word & HIGHS & mask != 0);
     }
-    flags != 0
+    scan::window_flags(window, length)
 }
 
 /// Whether eight bytes read as a little-endian word may hold a byte JSON escapes (control, quote,
@@ -848,33 +895,20 @@ fn window_needs_escape_or_validation<const N: usize>(window: &[u8; N], length: u
 /// flagged is looked at byte by byte.
 #[inline(always)]
 fn word_needs_escape(word: u64) -> bool {
-    // The flags of `escape_or_validation_flags` but for non-ASCII bytes (whose high bit is set in
-    // the word, and in each of its three terms, none of which borrows from them).
+    escape_flags(word) != 0
+}
+
+/// The high bit of each byte of a little-endian word that JSON escapes (control, quote,
+/// backslash), in a few operations without branches. A byte below 0x20 borrows from the next one
+/// up when 0x20 is taken from it, as do a quote or backslash when 1 is taken from it xored with
+/// itself: a flag may be false only above a true one, so the lowest is exact. `& !word` drops
+/// non-ASCII bytes, whose high bit is set in each of the three terms.
+#[inline(always)]
+fn escape_flags(word: u64) -> u64 {
     (word.wrapping_sub(ONES * 0x20)
         | (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
         | (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES))
         & !word
-        & HIGHS
-        != 0
-}
-
-/// `needs_escape_or_validation` of eight bytes read as a little-endian word.
-#[inline(always)]
-fn word_needs_escape_or_validation(word: u64) -> bool {
-    escape_or_validation_flags(word) != 0
-}
-
-/// The high bit of each byte of a little-endian word that JSON escapes or that is not ASCII, in
-/// a few operations without branches. A byte below 0x20 borrows from the next one up when 0x20 is
-/// taken from it, as do a quote or backslash when 1 is taken from it xored with itself: a flag
-/// may be false only above a true one. The high bit of the word itself flags non-ASCII bytes, so
-/// the usual `& !word` of a zero-byte test is not needed.
-#[inline(always)]
-fn escape_or_validation_flags(word: u64) -> u64 {
-    (word.wrapping_sub(ONES * 0x20)
-        | (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
-        | (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES)
-        | word)
         & HIGHS
 }
 
@@ -1169,11 +1203,15 @@ mod tests {
             let word = u64::from_le_bytes(bytes);
             let escapes = bytes.iter().any(|&byte| ESCAPES[usize::from(byte)] != 0);
             assert_eq!(word_needs_escape(word), escapes, "{bytes:?}");
-            assert_eq!(
-                word_needs_escape_or_validation(word),
-                escapes || bytes.iter().any(|&byte| byte >= 0x80),
-                "{bytes:?}"
-            );
+            // A window of 8 (`window_flags`): its first `length` bytes only.
+            for length in 0..=8 {
+                let text = &bytes[..length];
+                let expected = (
+                    text.iter().any(|&byte| ESCAPES[usize::from(byte)] != 0),
+                    text.iter().any(|&byte| byte >= 0x80),
+                );
+                assert_eq!(window_flags(&bytes, length), expected, "{bytes:?} {length}");
+            }
         }
     }
 

@@ -20,12 +20,12 @@ pub mod tape;
 
 use std::sync::Arc;
 
-use napi::bindgen_prelude::{BigInt, Buffer, External};
+use napi::bindgen_prelude::{BigInt, External};
 use napi_derive::napi;
 
 use crate::{
     error::Result,
-    handover::{Bytes, F64s, U32s},
+    handover::{Bytes, F64s, TextBuffer, U32s},
 };
 use arrow::RawBatch;
 use json::JsonFormat;
@@ -95,7 +95,8 @@ pub struct DocumentBatch {
     pub shapes: Option<String>,
     /// The documents as JSON, comma-separated, without brackets, in parts to concatenate (a large
     /// batch is transcoded on several threads).
-    pub json: Option<Vec<Buffer>>,
+    #[napi(ts_type = "Buffer[]")]
+    pub json: Option<Vec<TextBuffer>>,
     /// Documents JS renders into `json` itself: triples of (offset in the concatenated `json`,
     /// offset and length in `documents`).
     #[napi(ts_type = "Uint32Array")]
@@ -128,7 +129,7 @@ pub fn encode_documents(
     if let Some(format) = json_format {
         let json = json::transcode(documents, format);
         return Ok(DocumentBatch {
-            json: Some(json.parts.into_iter().map(Buffer::from).collect()),
+            json: Some(json.parts.into_iter().map(TextBuffer).collect()),
             json_deferred: Some(U32s(json.deferred)),
             ..DocumentBatch::of(json.deferred_bson, documents)
         });
