@@ -11,7 +11,7 @@ import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MongoClient as OfficialClient } from 'mongodb'
-import { MongoClient, MongoNetworkError, MongoServerSelectionError } from 'rumongo'
+import { MongoAPIError, MongoClient, MongoNetworkError, MongoServerSelectionError } from 'rumongo'
 import { startDnsServer, type DnsServer } from './setup/dns_server.js'
 
 const requireCjs = createRequire(import.meta.url)
@@ -32,6 +32,9 @@ beforeAll(async () => {
       '_mongodb._tcp.sharded.srv.test': HOSTS.map(target),
       '_mongodb._tcp.lb.srv.test': [target('balancer.srv.test:27017')],
       '_mongodb._tcp.single.srv.test': [target('host1.srv.test:27017')],
+      // Hosts outside the domain of the connection string, which both drivers refuse.
+      '_mongodb._tcp.elsewhere.srv.test': [target('host1.elsewhere.test:27017')],
+      '_mongodb._tcp.srv.test': [target('srv.test:27017')],
     },
     txt: {
       'rs.srv.test': ['replicaSet=rs0&authSource=users'],
@@ -157,4 +160,29 @@ describe('mongodb+srv', () => {
     expect(rumongo?.message).toBe(official?.message)
     expect(rumongo?.message).toBe('getaddrinfo ENOTFOUND host1.srv.test')
   }, 20_000)
+
+  it.each([
+    ['a host of another domain', 'elsewhere.srv.test'],
+    ['a host without a domain level more than a two-part name', 'srv.test'],
+  ])('refuses %s as the official driver: MongoAPIError', async (_, name) => {
+    const failures = []
+    for (const Client of [OfficialClient, MongoClient]) {
+      const client = new Client(`mongodb+srv://${name}/?serverSelectionTimeoutMS=500`)
+      failures.push(
+        await client.connect().then(
+          () => undefined,
+          (error: unknown) => error as MongoAPIError,
+        ),
+      )
+      await client.close()
+    }
+    const [official, rumongo] = failures
+    expect(rumongo).toBeInstanceOf(MongoAPIError)
+    expect({ name: rumongo?.name, message: rumongo?.message, code: rumongo?.code }).toEqual({
+      name: official?.name,
+      message: official?.message,
+      code: official?.code,
+    })
+    expect(official?.name).toBe('MongoAPIError')
+  })
 })
