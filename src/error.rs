@@ -433,6 +433,21 @@ fn dns_payload(message: &str) -> Option<serde_json::Value> {
     Some(json!({ "kind": "network", "message": message, "code": code, "syscall": syscall, "hostname": name }))
 }
 
+/// A failure on a connection to the server at `address` (a heartbeat's), as `napi::Error`'s
+/// reason carries it: a network error names the server, as the official driver's do
+/// (`connect ECONNREFUSED 127.0.0.1:27017`), where an operation's error cannot.
+pub fn server_failure_reason(error: mongodb::error::Error, address: &str) -> String {
+    let payload = match error.kind.as_ref() {
+        ErrorKind::Io(io) => {
+            let mut payload = network_payload(io.kind(), &io.to_string(), Some(address));
+            payload["errorLabels"] = json!(ordered_labels(&error));
+            payload
+        }
+        _ => Error::Driver(error).payload(),
+    };
+    format!("{RUMONGO_ERROR_PREFIX}{payload}")
+}
+
 impl From<Error> for napi::Error {
     fn from(error: Error) -> Self {
         napi::Error::new(
