@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { MongoClient as OfficialClient } from 'mongodb'
 import { MongoAPIError, MongoClient, MongoServerError } from 'rumongo'
 import type { Document } from 'bson'
-import { startAuthServer, type AuthServer, type AwsIdentity } from './setup/auth_server.js'
+import { loginAndPing, startAuthServer, type AuthServer, type AwsIdentity } from './setup/auth_server.js'
 
 const IDENTITY: Required<AwsIdentity> = {
   accessKeyId: 'AKIAIOSFODNN7EXAMPLE',
@@ -63,25 +63,15 @@ async function login(
 ) {
   const server = await startAuthServer({ aws: identity })
   servers.push(server)
-  const events: unknown[] = []
-  const Client = driver === 'official' ? OfficialClient : MongoClient
   const uri =
     url?.(server.address) ??
     `mongodb://${server.address}/?authMechanism=MONGODB-AWS&serverSelectionTimeoutMS=2000`
-  let error: (Error & Document) | undefined
-  try {
-    const client = new Client(uri, { monitorCommands: true })
-    client.on('commandStarted', (event: unknown) => events.push(event))
-    client.on('commandSucceeded', (event: unknown) => events.push(event))
-    try {
-      await client.connect()
-      await client.db('x').command({ ping: 1 })
-    } finally {
-      await client.close()
-    }
-  } catch (caught) {
-    error = caught as Error & Document
-  }
+  const { error, events } = await loginAndPing(
+    driver === 'official' ? OfficialClient : MongoClient,
+    uri,
+    {},
+    ['commandStarted', 'commandSucceeded'],
+  )
   const saslStart = server.received('saslStart')[0]
   return { server, error, events, saslStart }
 }

@@ -14,7 +14,7 @@ import {
   MongoMissingCredentialsError,
   MongoServerError,
 } from 'rumongo'
-import { startAuthServer, type AuthServer } from './setup/auth_server.js'
+import { loginAndPing, startAuthServer, type AuthServer } from './setup/auth_server.js'
 
 /** A JWT's shape (header.payload.signature); the fake only compares it with the ones it knows. */
 const jwt = (subject: string) =>
@@ -43,21 +43,11 @@ const URI = () =>
 async function login(driver: 'official' | 'rumongo', uri: string, options: Document = {}) {
   server.commands.length = 0
   server.authenticated.length = 0
-  const events: unknown[] = []
-  const Client = driver === 'official' ? OfficialClient : MongoClient
-  let error: (Error & Document) | undefined
-  try {
-    const client = new Client(uri, { monitorCommands: true, ...options })
-    client.on('commandStarted', (event: unknown) => events.push(event))
-    try {
-      await client.connect()
-      await client.db('x').command({ ping: 1 })
-    } finally {
-      await client.close()
-    }
-  } catch (caught) {
-    error = caught as Error & Document
-  }
+  const { error, events } = await loginAndPing(
+    driver === 'official' ? OfficialClient : MongoClient,
+    uri,
+    options,
+  )
   const jwtSteps = server.commands
     .map((command) => command.speculativeAuthenticate ?? command)
     .filter((command) => command.saslStart !== undefined && command.mechanism === 'MONGODB-OIDC')

@@ -8,9 +8,10 @@
 // gave is compared on what rumongo's connection string path made of it (a test hook).
 import dns from 'node:dns'
 import { createRequire } from 'node:module'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MongoClient as OfficialClient } from 'mongodb'
-import { MongoClient, MongoNetworkError } from 'rumongo'
+import { MongoAPIError, MongoClient, MongoNetworkError, MongoServerSelectionError } from 'rumongo'
 import { startDnsServer, type DnsServer } from './setup/dns_server.js'
 
 const requireCjs = createRequire(import.meta.url)
@@ -30,6 +31,10 @@ beforeAll(async () => {
       '_mongodb._tcp.rs.srv.test': HOSTS.map(target),
       '_mongodb._tcp.sharded.srv.test': HOSTS.map(target),
       '_mongodb._tcp.lb.srv.test': [target('balancer.srv.test:27017')],
+      '_mongodb._tcp.single.srv.test': [target('host1.srv.test:27017')],
+      // Hosts outside the domain of the connection string, which both drivers refuse.
+      '_mongodb._tcp.elsewhere.srv.test': [target('host1.elsewhere.test:27017')],
+      '_mongodb._tcp.srv.test': [target('srv.test:27017')],
     },
     txt: {
       'rs.srv.test': ['replicaSet=rs0&authSource=users'],
@@ -129,5 +134,55 @@ describe('mongodb+srv', () => {
     expect(opened).toHaveLength(2)
     expect(rumongo.hosts).toHaveLength(2)
     for (const host of [...opened, ...rumongo.hosts]) expect(HOSTS).toContain(host)
+  })
+
+  it('fails at serverSelectionTimeoutMS when the hosts do not resolve, as the official driver', async () => {
+    // The crate's SRV rescan task slept its 60 s interval out before the client's shutdown could
+    // finish, so a connect that failed its selection rejected a minute later.
+    const uri = 'mongodb+srv://single.srv.test/?serverSelectionTimeoutMS=1000'
+    const failures = []
+    for (const Client of [OfficialClient, MongoClient]) {
+      const client = new Client(uri)
+      const outcome = await Promise.race([
+        client.connect().then(
+          () => 'connected',
+          (error: unknown) => error as MongoServerSelectionError,
+        ),
+        sleep(5000).then(() => 'still waiting after 5 s'),
+      ])
+      await client.close()
+      failures.push(outcome)
+    }
+    const [official, rumongo] = failures as MongoServerSelectionError[]
+    expect(official).toBeInstanceOf(Error)
+    expect(rumongo).toBeInstanceOf(MongoServerSelectionError)
+    expect(rumongo?.name).toBe(official?.name)
+    expect(rumongo?.message).toBe(official?.message)
+    expect(rumongo?.message).toBe('getaddrinfo ENOTFOUND host1.srv.test')
+  }, 20_000)
+
+  it.each([
+    ['a host of another domain', 'elsewhere.srv.test'],
+    ['a host without a domain level more than a two-part name', 'srv.test'],
+  ])('refuses %s as the official driver: MongoAPIError', async (_, name) => {
+    const failures = []
+    for (const Client of [OfficialClient, MongoClient]) {
+      const client = new Client(`mongodb+srv://${name}/?serverSelectionTimeoutMS=500`)
+      failures.push(
+        await client.connect().then(
+          () => undefined,
+          (error: unknown) => error as MongoAPIError,
+        ),
+      )
+      await client.close()
+    }
+    const [official, rumongo] = failures
+    expect(rumongo).toBeInstanceOf(MongoAPIError)
+    expect({ name: rumongo?.name, message: rumongo?.message, code: rumongo?.code }).toEqual({
+      name: official?.name,
+      message: official?.message,
+      code: official?.code,
+    })
+    expect(official?.name).toBe('MongoAPIError')
   })
 })

@@ -78,7 +78,11 @@ impl NativeClient {
             .default_database()
             .unwrap_or_else(|| client.database("admin"));
         let ping = async move {
-            let ping = database.run_command(doc! { "ping": 1 });
+            // Without a session, as the official driver's own ping on connect (with credentials):
+            // a pooled session of rumongo's making would be named by the endSessions of close().
+            let ping = database
+                .run_command(doc! { "ping": 1 })
+                .without_implicit_session();
             Ok(match criteria {
                 Some(criteria) => ping.selection_criteria(criteria).await?,
                 None => ping.await?,

@@ -100,6 +100,9 @@ const CHECKED_ARITHMETIC_MESSAGES: [&str; 2] = [
 /// `client/executor.rs`).
 const COMMAND_ERROR_WITHOUT_CODE: &str = "error deserializing command error:";
 
+/// How the vendored crate's SRV host checks start their messages (vendor/README.md, `srv.rs`).
+const SRV_HOST_MISMATCH: &str = "Server record does not ";
+
 /// The labels the official driver can add to an error itself, in the order it adds them (a network
 /// error of a command: `RetryableWriteError`, then `ResetPool`). The crate keeps labels in a set.
 const LABEL_ORDER: [&str; 6] = [
@@ -175,6 +178,11 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
             Some(refusal) => driver_payload(refusal),
             None => json!({ "kind": "authentication", "message": message }),
         },
+        // A host of the SRV record outside the domain of the connection string: the vendored
+        // crate says it in the official driver's words, which throws it as MongoAPIError.
+        ErrorKind::DnsResolve { message, .. } if message.starts_with(SRV_HOST_MISMATCH) => {
+            json!({ "kind": "api", "message": message })
+        }
         ErrorKind::DnsResolve { message, .. } => {
             dns_payload(message).unwrap_or_else(|| json!({ "kind": "parse", "message": message }))
         }
@@ -423,6 +431,21 @@ fn dns_payload(message: &str) -> Option<serde_json::Value> {
         None => format!("{syscall} {code}"),
     };
     Some(json!({ "kind": "network", "message": message, "code": code, "syscall": syscall, "hostname": name }))
+}
+
+/// A failure on a connection to the server at `address` (a heartbeat's), as `napi::Error`'s
+/// reason carries it: a network error names the server, as the official driver's do
+/// (`connect ECONNREFUSED 127.0.0.1:27017`), where an operation's error cannot.
+pub fn server_failure_reason(error: mongodb::error::Error, address: &str) -> String {
+    let payload = match error.kind.as_ref() {
+        ErrorKind::Io(io) => {
+            let mut payload = network_payload(io.kind(), &io.to_string(), Some(address));
+            payload["errorLabels"] = json!(ordered_labels(&error));
+            payload
+        }
+        _ => Error::Driver(error).payload(),
+    };
+    format!("{RUMONGO_ERROR_PREFIX}{payload}")
 }
 
 impl From<Error> for napi::Error {

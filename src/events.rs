@@ -37,7 +37,7 @@ use napi::{
 };
 use napi_derive::napi;
 
-use crate::error::Error;
+use crate::error::{server_failure_reason, Error};
 
 /// The JS function that receives events: one BSON document per call, not kept alive by this
 /// reference (a client that is never closed does not hold the process open).
@@ -527,7 +527,10 @@ impl Monitor {
                 out.insert("connectionId", address(&event.server_address));
                 out.insert("awaited", event.awaited);
                 out.insert("duration", millis(event.duration));
-                out.insert("failure", error_payload(event.failure));
+                out.insert(
+                    "failure",
+                    server_failure_reason(event.failure, &address(&event.server_address)),
+                );
             }),
             _ => {}
         }

@@ -625,6 +625,8 @@ function fromPayload(payload: NativeErrorPayload): Error {
       return new MongoCursorExhaustedError(message, options)
     case 'parse':
       return new MongoParseError(message, options)
+    case 'api':
+      return new MongoAPIError(message, options)
     case 'compatibility':
       return new MongoCompatibilityError(message, options)
     case 'closed':

@@ -347,3 +347,39 @@ export async function startAuthServer(options: AuthServerOptions): Promise<AuthS
   })
   return Object.assign(server, { authenticated, awsSteps })
 }
+
+/** What `loginAndPing` needs of a client class, either driver's. */
+export interface LoginClient {
+  on(event: string, listener: (event: unknown) => void): unknown
+  connect(): Promise<unknown>
+  db(name: string): { command(command: Document): Promise<unknown> }
+  close(): Promise<void>
+}
+
+/**
+ * Logs in as a user's script does (connect, then a `ping`) with `Client` (the official driver's or
+ * rumongo's MongoClient), and closes: the error it failed with, if any, and the command events
+ * named in `listen` (with `monitorCommands`), in order.
+ */
+export async function loginAndPing(
+  Client: new (uri: string, options: Document) => LoginClient,
+  uri: string,
+  options: Document = {},
+  listen: string[] = ['commandStarted'],
+): Promise<{ error: (Error & Document) | undefined; events: unknown[] }> {
+  const events: unknown[] = []
+  let error: (Error & Document) | undefined
+  try {
+    const client = new Client(uri, { monitorCommands: true, ...options })
+    for (const name of listen) client.on(name, (event) => events.push(event))
+    try {
+      await client.connect()
+      await client.db('x').command({ ping: 1 })
+    } finally {
+      await client.close()
+    }
+  } catch (caught) {
+    error = caught as Error & Document
+  }
+  return { error, events }
+}

@@ -40,21 +40,19 @@ export interface Certificates {
 const openssl = (dir: string, args: string[]) =>
   execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] })
 
-/** A certificate for `subject` signed by `ca`, with the `extensions` (v3) or none (v1). */
-function sign(dir: string, name: string, subject: string, ca: string, extensions?: string, keyType = 'rsa') {
+/**
+ * `openssl req` arguments for a new unencrypted key `name.key` (RSA 2048 or EC P-256) and, in
+ * `out`, a request for `subject` (add `-x509` for a self-signed certificate instead).
+ */
+function newKey(name: string, subject: string, out: string, keyType = 'rsa'): string[] {
   const keyArgs =
     keyType === 'ec' ? ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1'] : ['-newkey', 'rsa:2048']
-  openssl(dir, [
-    'req',
-    ...keyArgs,
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.csr`,
-    '-subj',
-    subject,
-  ])
+  return ['req', ...keyArgs, '-nodes', '-keyout', `${name}.key`, '-out', out, '-subj', subject]
+}
+
+/** A certificate for `subject` signed by `ca`, with the `extensions` (v3) or none (v1). */
+function sign(dir: string, name: string, subject: string, ca: string, extensions?: string, keyType = 'rsa') {
+  openssl(dir, newKey(name, subject, `${name}.csr`, keyType))
   const args = [
     'x509',
     '-req',
@@ -75,21 +73,7 @@ function sign(dir: string, name: string, subject: string, ca: string, extensions
 
 /** A CA certificate and key (`name.pem`, `name.key`). */
 function authority(dir: string, name: string, subject: string) {
-  openssl(dir, [
-    'req',
-    '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.pem`,
-    '-days',
-    '3650',
-    '-subj',
-    subject,
-  ])
+  openssl(dir, [...newKey(name, subject, `${name}.pem`), '-x509', '-days', '3650'])
 }
 
 /** Certificate and key of `name` in one file, as `tlsCertificateKeyFile` takes them. */
@@ -113,18 +97,7 @@ export function makeCertificates(): Certificates {
   // v1: `openssl x509 -req` without extensions, the subject's CN the only name.
   sign(dir, 'version1', '/CN=localhost', 'ca')
   // Expired: only `openssl ca` sets past dates (OpenSSL 3.0's x509 and req take only -days > 0).
-  openssl(dir, [
-    'req',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'expired.key',
-    '-out',
-    'expired.csr',
-    '-subj',
-    '/CN=localhost',
-  ])
+  openssl(dir, newKey('expired', '/CN=localhost', 'expired.csr'))
   writeFileSync(at('index.txt'), '')
   writeFileSync(at('serial'), '1000\n')
   writeFileSync(at('expired.ext'), serverNames)
@@ -172,19 +145,10 @@ export function makeCertificates(): Certificates {
     `pass:${KEY_PASSWORD}`,
   ])
   openssl(dir, [
-    'req',
+    ...newKey('self-signed', '/CN=localhost', 'self-signed.pem'),
     '-x509',
-    '-newkey',
-    'rsa:2048',
-    '-nodes',
-    '-keyout',
-    'self-signed.key',
-    '-out',
-    'self-signed.pem',
     '-days',
     '3650',
-    '-subj',
-    '/CN=localhost',
     '-addext',
     'basicConstraints=critical,CA:FALSE',
     '-addext',

@@ -5,7 +5,8 @@
 // name it (`served`), so a test sees which server served each read, and logs every command it
 // answered with the connection it came on (load-balancer pinning). A server can be stopped (its
 // port refuses connections), hung (nothing it receives is answered any more, hello included) or,
-// in a replica set, demoted or replaced by an election.
+// in a replica set, demoted or replaced by an election; or it can close each connection at its first
+// request, hello included (a proxy whose server is gone).
 //
 //   const rs = await startReplicaSet({ members: [{ tags: { dc: 'ny' } }, { lagSeconds: 300 }] })
 //   const client = await MongoClient.connect(rs.uri('readPreference=secondary'))
@@ -15,6 +16,7 @@
 //   await rs.close()
 import { Long, ObjectId, Timestamp, type Document } from 'bson'
 import {
+  CLOSE_CONNECTION,
   helloReply,
   startWireServer,
   type WireContext,
@@ -52,7 +54,7 @@ const NEVER = new Promise<never>(() => {})
 export class FakeServer {
   /** Every command answered, in order. */
   readonly log: LoggedCommand[] = []
-  #state: 'up' | 'stopped' | 'hung' = 'up'
+  #state: 'up' | 'stopped' | 'hung' | 'closing' = 'up'
   #cursors = new Map<bigint, { next: number }>()
   #nextCursorId = 100n
 
@@ -65,7 +67,10 @@ export class FakeServer {
   static async start(hello: (command: Document, context: WireContext) => Document, serve: ServeOptions = {}) {
     let server: FakeServer | undefined
     const wire = await startWireServer({
-      hello: (command, context) => (server!.#state === 'hung' ? NEVER : hello(command, context)),
+      hello: (command, context) => {
+        if (server!.#state === 'hung') return NEVER
+        return server!.#state === 'closing' ? CLOSE_CONNECTION : hello(command, context)
+      },
       answer: (command, context) => server!.#answer(command, context),
     })
     server = new FakeServer(wire, serve)
@@ -93,12 +98,21 @@ export class FakeServer {
     this.#state = 'hung'
   }
 
+  /**
+   * Closes each connection at its first request from now on, hello included (a proxy whose
+   * server is gone): drivers see the connection closed by the server, not refused.
+   */
+  closeEachConnection(): void {
+    this.#state = 'closing'
+  }
+
   get stopped(): boolean {
     return this.#state === 'stopped'
   }
 
   #answer(command: Document, context: WireContext): WireReply | Promise<WireReply> {
     if (this.#state === 'hung') return NEVER
+    if (this.#state === 'closing') return CLOSE_CONNECTION
     const name = Object.keys(command)[0]!
     const entry: LoggedCommand = { name, command, connection: context.connection }
     this.log.push(entry)

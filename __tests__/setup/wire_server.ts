@@ -41,9 +41,12 @@ export interface WireServerOptions {
    * Answers the handshake (`hello`, `ismaster`) in place of the standalone or mongos reply: a
    * replica-set member or a load balancer (start from `helloReply(false)` and add `setName`,
    * `hosts`, `serviceId`...). Called for every handshake and monitoring check, so a test can change
-   * what it returns (an election, a member going away).
+   * what it returns (an election, a member going away), or close the connection instead.
    */
-  hello?: (command: Document, context: WireContext) => Document | Promise<Document | null>
+  hello?: (
+    command: Document,
+    context: WireContext,
+  ) => Document | typeof CLOSE_CONNECTION | Promise<Document | null>
   /** Documents every find / aggregate returns (when there is no `answer`). */
   documents?: Document[]
   /** Milliseconds to wait before answering a find or aggregate. */

@@ -671,12 +671,17 @@ impl Client {
                 return;
             };
 
+            // rumongo patch: as the official Node driver sends it (its `EndSessionsOperation`),
+            // with `writeConcern: { w: 0 }` and no `lsid`. Upstream took a pooled session, one
+            // of those it ends, as the command's implicit session.
             let end_sessions = doc! {
                 "endSessions": chunk,
+                "writeConcern": { "w": 0 },
             };
             let _ = self
                 .database("admin")
                 .run_command(end_sessions)
+                .without_implicit_session()
                 .selection_criteria(selection_criteria.clone())
                 .await;
         }

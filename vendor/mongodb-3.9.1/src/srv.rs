@@ -35,15 +35,21 @@ impl LookupHosts {
         for addr in self.hosts.drain(..) {
             let host = addr.host();
             let hostname_parts: Vec<_> = host.split('.').collect();
-            if hostname_parts[1..].ends_with(original_domain_name) {
-                ok_hosts.push(addr);
+            // rumongo patch: the official Node driver's words for the two ways a host can fail
+            // the check (its `checkParentDomainMatch`), which rumongo reports as its
+            // MongoAPIError; upstream said "SRV lookup for .. returned result .., which does not
+            // match domain name ..".
+            let mismatch = if original_hostname_parts.len() < 3
+                && hostname_parts.len() <= original_hostname_parts.len()
+            {
+                Some("Server record does not have at least one more domain level than parent URI")
+            } else if !hostname_parts[1..].ends_with(original_domain_name) {
+                Some("Server record does not share hostname with parent URI")
             } else {
-                let message = format!(
-                    "SRV lookup for {} returned result {}, which does not match domain name {}",
-                    original_hostname,
-                    host,
-                    original_domain_name.join(".")
-                );
+                None
+            };
+            if let Some(mismatch) = mismatch {
+                let message = mismatch.to_owned();
                 match dm {
                     DomainMismatch::Error => return Err(ErrorKind::DnsResolve { message }.into()),
                     DomainMismatch::Skip => {
@@ -64,6 +70,7 @@ impl LookupHosts {
                     }
                 }
             }
+            ok_hosts.push(addr);
         }
         self.hosts = ok_hosts;
 

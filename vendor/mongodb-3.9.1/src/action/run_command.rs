@@ -44,6 +44,7 @@ impl Database {
             command: RawDocumentBuf::try_from(&command),
             options: None,
             session: None,
+            implicit_session: true,
         }
     }
 
@@ -64,6 +65,7 @@ impl Database {
             command: Ok(command),
             options: None,
             session: None,
+            implicit_session: true,
         }
     }
 
@@ -158,11 +160,22 @@ pub struct RunCommand<'a> {
     command: RawResult<RawDocumentBuf>,
     options: Option<RunCommandOptions>,
     session: Option<&'a mut ClientSession>,
+    implicit_session: bool,
 }
 
 #[option_setters(crate::db::options::RunCommandOptions)]
 #[export_doc(run_command)]
 impl<'a> RunCommand<'a> {
+    /// rumongo patch: runs the command without an implicit session (no `lsid`), as the official
+    /// Node driver runs its own commands that belong to no operation of the user (the `ping` of
+    /// a connect, `endSessions`). An implicit session would be pooled afterwards, and named by
+    /// the `endSessions` of `shutdown`.
+    #[doc(hidden)]
+    pub fn without_implicit_session(mut self) -> Self {
+        self.implicit_session = false;
+        self
+    }
+
     /// Run the command using the provided [`ClientSession`].
     pub fn session(mut self, value: impl Into<&'a mut ClientSession>) -> Self {
         self.session = Some(value.into());
@@ -201,8 +214,11 @@ impl<'a> Action for RunCommand<'a> {
             }
         }
 
-        let operation =
+        let mut operation =
             run_command::RunCommand::new(self.db.clone(), command, selection_criteria, None);
+        if !self.implicit_session && self.session.is_none() {
+            operation = operation.without_session();
+        }
         self.db
             .client()
             .execute_operation(operation, self.session)

@@ -20,6 +20,7 @@ pub(crate) struct RunCommand<'conn> {
     command: RawDocumentBuf,
     selection_criteria: Option<SelectionCriteria>,
     pinned_connection: Option<&'conn PinnedConnectionHandle>,
+    implicit_session: bool,
 }
 
 impl<'conn> RunCommand<'conn> {
@@ -34,6 +35,7 @@ impl<'conn> RunCommand<'conn> {
             command,
             selection_criteria,
             pinned_connection,
+            implicit_session: true,
         }
     }
 
@@ -43,6 +45,13 @@ impl<'conn> RunCommand<'conn> {
             .next()
             .and_then(|r| r.ok())
             .map(|(k, _)| k)
+    }
+
+    /// rumongo patch: no implicit session for this command (`action::RunCommand::
+    /// without_implicit_session`).
+    pub(crate) fn without_session(mut self) -> Self {
+        self.implicit_session = false;
+        self
     }
 }
 
@@ -92,6 +101,10 @@ impl BaseOperation for RunCommand<'_> {
     }
 
     fn supports_sessions(&self) -> bool {
+        // rumongo patch: see `without_session`.
+        if !self.implicit_session {
+            return false;
+        }
         self.command_name()
             .map(|command_name| {
                 !SESSIONS_UNSUPPORTED_COMMANDS.contains(command_name.to_lowercase().as_str())

@@ -19,7 +19,7 @@ use super::{
 use crate::{
     client::options::ServerMonitoringMode,
     cmap::{establish::ConnectionEstablisher, Connection},
-    error::{Error, Result},
+    error::{Error, ErrorKind, Result},
     event::sdam::{
         SdamEvent,
         ServerHeartbeatFailedEvent,
@@ -283,6 +283,7 @@ impl Monitor {
 
         // Execute the hello while also listening for cancellation and keeping track of the timeout.
         let start = Instant::now();
+        let mut server_closed = false;
         let result = tokio::select! {
             result = execute_hello => match result {
                 Ok(mut reply) => {
@@ -290,12 +291,15 @@ impl Monitor {
                     reply.cluster_time = None;
                     HelloResult::Ok(reply)
                 },
-                Err(e) => HelloResult::Err(e)
+                Err(e) => HelloResult::Err(monitor_connection_closed(e, &self.address))
             },
             r = self.request_receiver.wait_for_cancellation() => {
                 let reason_error = match r {
                     CancellationReason::Error(e) => e,
-                    CancellationReason::ServerClosed => Error::internal("server closed")
+                    CancellationReason::ServerClosed => {
+                        server_closed = true;
+                        Error::internal("server closed")
+                    }
                 };
                 HelloResult::Cancelled { reason: reason_error }
             }
@@ -333,7 +337,11 @@ impl Monitor {
                 self.topology_version = r.command_response.topology_version;
             }
             HelloResult::Err(ref e) | HelloResult::Cancelled { reason: ref e } => {
-                self.emit_event(|| {
+                // rumongo patch: a check that the client's close (or the server's removal from
+                // the topology) interrupted did not fail: no ServerHeartbeatFailedEvent ("server
+                // closed"), as the official Node driver's monitor, which emits none when closed.
+                if !server_closed {
+                    self.emit_event(|| {
                     SdamEvent::ServerHeartbeatFailed(ServerHeartbeatFailedEvent {
                         duration,
                         failure: e.clone(),
@@ -342,7 +350,8 @@ impl Monitor {
                         driver_connection_id,
                         server_connection_id: self.connection.as_ref().and_then(|c| c.server_id),
                     })
-                });
+                    });
+                }
 
                 // Per the spec, cancelled requests and errors both require the monitoring
                 // connection to be closed.
@@ -684,5 +693,26 @@ impl MonitorRequestReceiver {
 
     fn is_alive(&self) -> bool {
         self.handle_listener.is_alive()
+    }
+}
+
+/// rumongo patch: a hello cut short because the server closed the monitoring connection (an I/O
+/// error of kind `UnexpectedEof`) says `connection <monitor> to 127.0.0.1:27017 closed`, the
+/// official Node driver's words (its monitor's connection has that name), instead of the bare
+/// `unexpected end of file`: in `ServerHeartbeatFailedEvent.failure` and in a server selection's
+/// error, which quotes the server's last heartbeat failure. Same error kind and labels, so SDAM
+/// treats it as before. Pooled connections say the same with their id (`cmap/conn/pooled.rs`).
+fn monitor_connection_closed(error: Error, address: &ServerAddress) -> Error {
+    match error.kind.as_ref() {
+        // The bare end of the stream: a TLS handshake cut short ("tls handshake eof") or a TLS
+        // stream without close_notify has its own words, which rumongo maps (`src/error.rs`).
+        ErrorKind::Io(io)
+            if io.kind() == std::io::ErrorKind::UnexpectedEof && io.get_ref().is_none() =>
+        {
+            let message = format!("connection <monitor> to {address} closed");
+            let io = std::io::Error::new(std::io::ErrorKind::UnexpectedEof, message);
+            Error::new(ErrorKind::from(io), Some(error.labels().clone()))
+        }
+        _ => error,
     }
 }

@@ -26,6 +26,8 @@ pub(crate) struct SrvPollingMonitor {
     topology_watcher: TopologyWatcher,
     rescan_interval: Duration,
     client_options: ClientOptions,
+    /// rumongo patch: cancelled when the topology shuts down, which ends the monitor at once.
+    shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl SrvPollingMonitor {
@@ -33,6 +35,7 @@ impl SrvPollingMonitor {
         topology_updater: TopologyUpdater,
         topology_watcher: TopologyWatcher,
         mut client_options: ClientOptions,
+        shutdown: tokio_util::sync::CancellationToken,
     ) -> Option<Self> {
         let initial_info = client_options.original_srv_info.take()?;
 
@@ -43,6 +46,7 @@ impl SrvPollingMonitor {
             topology_watcher,
             rescan_interval: initial_info.min_ttl,
             client_options,
+            shutdown,
         })
     }
 
@@ -55,7 +59,12 @@ impl SrvPollingMonitor {
         client_options: ClientOptions,
         shutdown: TopologyShutdown,
     ) {
-        if let Some(monitor) = Self::new(topology, topology_watcher, client_options) {
+        if let Some(monitor) = Self::new(
+            topology,
+            topology_watcher,
+            client_options,
+            shutdown.token.clone(),
+        ) {
             runtime::spawn(shutdown.tasks.track_future(monitor.execute()));
         }
     }
@@ -68,7 +77,19 @@ impl SrvPollingMonitor {
         }
     }
 
+    /// rumongo patch: the topology's shutdown waits for this task (it is tracked), so the task
+    /// ends as soon as the shutdown starts. Upstream slept out the rescan interval (60 s at
+    /// least) and any lookup in progress first: `Client::shutdown` of every `mongodb+srv` client,
+    /// and so a connect that failed its server selection, took up to a minute.
     async fn execute(mut self) {
+        let shutdown = self.shutdown.clone();
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = self.poll() => {}
+        }
+    }
+
+    async fn poll(&mut self) {
         fn should_poll(tt: TopologyType) -> bool {
             matches!(tt, TopologyType::Sharded | TopologyType::Unknown)
         }

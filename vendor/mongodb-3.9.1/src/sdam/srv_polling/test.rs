@@ -54,6 +54,7 @@ async fn run_test_extra(
         topology.updater().clone(),
         topology_watcher,
         options.clone(),
+        Default::default(),
     )
     .unwrap();
     monitor
