@@ -15,6 +15,7 @@ import { MongoClient } from 'rumongo'
 import { CLOSE_CONNECTION, type WireReply } from './setup/wire_server.js'
 import {
   eventToken,
+  insertEvent,
   startChangeStreamServer,
   type ChangeStreamScript,
   type ChangeStreamServer,
@@ -36,25 +37,17 @@ type AnyStream = {
   closed: boolean
 }
 
-/** An insert event of the shape a real server sends, with values of several BSON types. */
-function insertEvent(n: number): Document {
-  const id = new ObjectId(n.toString(16).padStart(24, '0'))
-  return {
-    operationType: 'insert',
-    clusterTime: new Timestamp({ t: 1_700_000_000, i: n + 1 }),
-    wallTime: new Date(1_700_000_000_000 + n),
-    fullDocument: {
-      _id: id,
-      n,
-      name: `item ${n}`,
-      price: Decimal128.fromString(`${n}.25`),
-      big: Long.fromNumber(2 ** 40 + n),
-      tags: ['a', `t${n % 3}`],
-      nested: { ok: n % 2 === 0, at: new Date(1_600_000_000_000 + n) },
-    },
-    ns: { db: 'test', coll: 'items' },
-    documentKey: { _id: id },
-  }
+/** An insert event with values of several BSON types. */
+function itemInserted(n: number): Document {
+  return insertEvent(n, { db: 'test', coll: 'items' }, (_id) => ({
+    _id,
+    n,
+    name: `item ${n}`,
+    price: Decimal128.fromString(`${n}.25`),
+    big: Long.fromNumber(2 ** 40 + n),
+    tags: ['a', `t${n % 3}`],
+    nested: { ok: n % 2 === 0, at: new Date(1_600_000_000_000 + n) },
+  }))
 }
 
 function updateEvent(n: number): Document {
@@ -69,7 +62,7 @@ function updateEvent(n: number): Document {
   }
 }
 
-const EVENTS = Array.from({ length: 12 }, (_, n) => (n % 4 === 3 ? updateEvent(n) : insertEvent(n)))
+const EVENTS = Array.from({ length: 12 }, (_, n) => (n % 4 === 3 ? updateEvent(n) : itemInserted(n)))
 
 /** A command as compared across drivers: Int64 and Int32 alike (not visible to users). */
 function normalized(value: unknown): unknown {
@@ -438,7 +431,7 @@ describe('watch() against the official driver on a fake replica-set primary', ()
 
   it('reads a first reply prepared in parts, resuming from its postBatchResumeToken', async () => {
     // Over 128 KiB: rumongo hands the first reply over in parts; the token is the reply's.
-    const events = Array.from({ length: 700 }, (_, n) => insertEvent(n))
+    const events = Array.from({ length: 700 }, (_, n) => itemInserted(n))
     const seen = await both(
       {
         events,

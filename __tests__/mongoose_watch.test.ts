@@ -7,24 +7,18 @@
 import { once } from 'node:events'
 import { afterEach, describe, expect, it } from 'vitest'
 import mongoose, { Schema } from 'mongoose'
-import { ObjectId, Timestamp, type Document } from 'bson'
+import type { Document } from 'bson'
 import { mongoosePlugin, type MongooseFallback } from 'rumongo'
-import { startChangeStreamServer, type ChangeStreamServer } from './setup/change_stream_server.js'
+import {
+  insertEvent,
+  startChangeStreamServer,
+  type ChangeStreamServer,
+} from './setup/change_stream_server.js'
 import { expectIdentical } from './setup/helpers.js'
 
-function insertEvent(n: number): Document {
-  const id = new ObjectId(n.toString(16).padStart(24, '0'))
-  return {
-    operationType: 'insert',
-    clusterTime: new Timestamp({ t: 1_700_000_000, i: n + 1 }),
-    wallTime: new Date(1_700_000_000_000 + n),
-    fullDocument: { _id: id, title: `book ${n}`, pages: 100 + n },
-    ns: { db: 'app', coll: 'books' },
-    documentKey: { _id: id },
-  }
-}
-
-const EVENTS = Array.from({ length: 6 }, (_, n) => insertEvent(n))
+const EVENTS = Array.from({ length: 6 }, (_, n) =>
+  insertEvent(n, { db: 'app', coll: 'books' }, (_id) => ({ _id, title: `book ${n}`, pages: 100 + n })),
+)
 
 /** The aggregates and getMores a side's server received, as compared across drivers. */
 function streamWire(server: ChangeStreamServer): Document[] {

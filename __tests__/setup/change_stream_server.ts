@@ -4,7 +4,7 @@
 // startAtOperationTime, else the script's start), getMores serve the next events a batch at a
 // time with a `postBatchResumeToken`, and faults replace chosen answers. The official driver is
 // the oracle: tests run both drivers on two servers with the same script and compare.
-import { Long, Timestamp, type Document } from 'bson'
+import { Long, ObjectId, Timestamp, type Document } from 'bson'
 import { startReplicaSet } from './topology.js'
 import type { WireReply, WireServer } from './wire_server.js'
 
@@ -45,6 +45,26 @@ export interface ChangeStreamServer extends WireServer {
 /** The `_id` of event `n` (the position after it). */
 export function eventToken(n: number): Document {
   return { _data: `ev${n + 1}` }
+}
+
+/**
+ * Insert event `n` of the shape a real server sends: `_id` n as an ObjectId, `fullDocument(id)`
+ * in namespace `ns` (the fake adds the resume token).
+ */
+export function insertEvent(
+  n: number,
+  ns: { db: string; coll: string },
+  fullDocument: (id: ObjectId) => Document,
+): Document {
+  const id = new ObjectId(n.toString(16).padStart(24, '0'))
+  return {
+    operationType: 'insert',
+    clusterTime: new Timestamp({ t: CLOCK_SECONDS, i: n + 1 }),
+    wallTime: new Date(CLOCK_SECONDS * 1000 + n),
+    fullDocument: fullDocument(id),
+    ns,
+    documentKey: { _id: id },
+  }
 }
 
 /** The position a token or operation time stands for (events before it were seen). */
