@@ -630,17 +630,34 @@ describe('wire protocol details the drivers do not exercise on reads', () => {
   async function bareConnection() {
     const socket = connect(server.port, '127.0.0.1')
     await once(socket, 'connect')
-    let buffered = Buffer.alloc(0)
+    // Received chunks, joined once a whole message is in (a 16 MiB reply comes in hundreds).
+    const chunks: Buffer[] = []
+    let bytes = 0
     const waiting: ((reply: Reply) => void)[] = []
     socket.on('data', (chunk: Buffer) => {
-      buffered = Buffer.concat([buffered, chunk])
-      while (buffered.length >= 4 && buffered.length >= buffered.readInt32LE(0)) {
-        const message = buffered.subarray(0, buffered.readInt32LE(0))
-        buffered = buffered.subarray(message.length)
+      chunks.push(chunk)
+      bytes += chunk.length
+      for (;;) {
+        if (bytes < 4) return
+        if (chunks[0]!.length < 4) chunks.splice(0, chunks.length, Buffer.concat(chunks))
+        const length = chunks[0]!.readInt32LE(0)
+        if (bytes < length) return
+        const received = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+        const message = received.subarray(0, length)
+        chunks.length = 0
+        bytes = received.length - length
+        if (bytes > 0) chunks.push(received.subarray(length))
         const opCode = message.readInt32LE(12)
         // OP_MSG: flagBits and a kind 0 section precede the body; OP_REPLY: 20 bytes of fields.
-        const body = BSON.deserialize(message.subarray(opCode === OP_MSG ? 21 : 36))
-        waiting.shift()!({ responseTo: message.readInt32LE(8), opCode, body })
+        // Read when asked for: a test may not need a 16 MiB reply's documents.
+        const parse = () => BSON.deserialize(message.subarray(opCode === OP_MSG ? 21 : 36))
+        waiting.shift()!({
+          responseTo: message.readInt32LE(8),
+          opCode,
+          get body() {
+            return parse()
+          },
+        })
       }
     })
     return {
@@ -690,6 +707,37 @@ describe('wire protocol details the drivers do not exercise on reads', () => {
       expect((await next).responseTo).toBe(4)
     } finally {
       connection.close()
+    }
+  })
+
+  it('killCursors while a getMore reads the cursor: killed, as mongod, and gone once the getMore ends', async () => {
+    // A client that closes a cursor while its getMore is in flight (a pipe whose destination went
+    // away) sends killCursors on another connection. The replay server takes a cursor out of its
+    // table while a getMore writes the batch (16 MiB here): it answered cursorsNotFound and put the
+    // cursor back after, open for good. Two bare connections send both in the same turn; the kill
+    // landed inside the writing of the batch by the 45th and the 52nd attempt in two runs before the fix.
+    const [reading, killing] = [await bareConnection(), await bareConnection()]
+    const command = async (connection: typeof reading, document: Document) => {
+      const reply = connection.reply()
+      connection.write(1, OP_MSG, int32(0), body({ ...document, $db: 'bench' }))
+      return (await reply).body
+    }
+    const openCursors = async () =>
+      (await command(killing, { serverStatus: 1 })).metrics.cursor.open.total as number
+    try {
+      const before = await openCursors()
+      for (let attempt = 0; attempt < 80; attempt++) {
+        const { cursor } = await command(reading, { find: 'wide45', batchSize: 1 })
+        const id = Long.fromNumber(cursor.id) // the reply's id, promoted to a number
+        const getMore = command(reading, { getMore: id, collection: 'wide45' })
+        const killed = await command(killing, { killCursors: 'wide45', cursors: [id] })
+        await getMore
+        expect(killed.cursorsKilled).toEqual([cursor.id])
+        expect(await openCursors()).toBe(before)
+      }
+    } finally {
+      reading.close()
+      killing.close()
     }
   })
 

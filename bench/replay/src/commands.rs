@@ -193,11 +193,65 @@ impl OpenCursor {
     }
 }
 
+/// Open cursors by id. A getMore takes its cursor out while it writes the batch (a second getMore
+/// on the same id meanwhile sees CursorNotFound; mongod says CursorInUse) and gives it back after.
+/// A killCursors that names a cursor in use kills it as mongod does: it is listed as killed and is
+/// gone once that getMore ends, instead of coming back open when the getMore gives it back (a
+/// client that closes a cursor while its getMore is in flight left it open here).
+#[derive(Default)]
+struct CursorTable {
+    open: HashMap<i64, OpenCursor>,
+    /// Cursors a getMore is using: true once a killCursors named one.
+    in_use: HashMap<i64, bool>,
+}
+
+impl CursorTable {
+    /// A new cursor, open.
+    fn insert(&mut self, id: i64, cursor: OpenCursor) {
+        self.open.insert(id, cursor);
+    }
+
+    /// The open cursor `id`, in use until `give_back`.
+    fn take(&mut self, id: i64) -> Option<OpenCursor> {
+        let cursor = self.open.remove(&id)?;
+        self.in_use.insert(id, false);
+        Some(cursor)
+    }
+
+    /// Ends a getMore's use of cursor `id`: open again with `cursor` (none once exhausted), unless a
+    /// killCursors killed it meanwhile.
+    fn give_back(&mut self, id: i64, cursor: Option<OpenCursor>) {
+        let killed = self.in_use.remove(&id).unwrap_or(false);
+        if let (false, Some(cursor)) = (killed, cursor) {
+            self.open.insert(id, cursor);
+        }
+    }
+
+    /// Kills cursor `id`, open or in use; false if there is no such cursor.
+    fn kill(&mut self, id: i64) -> bool {
+        if self.open.remove(&id).is_some() {
+            return true;
+        }
+        match self.in_use.get_mut(&id) {
+            Some(killed) if !*killed => {
+                *killed = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Open cursors, those in use included (mongod's `metrics.cursor.open.total`).
+    fn len(&self) -> usize {
+        self.open.len() + self.in_use.values().filter(|killed| !**killed).count()
+    }
+}
+
 /// The shared state: collections (read-only) and open cursors, which like mongod's belong to no
 /// connection.
 pub struct Server {
     collections: HashMap<String, Collection>,
-    cursors: Mutex<HashMap<i64, OpenCursor>>,
+    cursors: Mutex<CursorTable>,
     next_cursor_id: AtomicI64,
     next_connection_id: AtomicI32,
     /// getMore commands received, reported by `serverStatus` as mongod does.
@@ -493,7 +547,7 @@ impl Server {
     pub fn new(collections: HashMap<String, Collection>) -> Server {
         Server {
             collections,
-            cursors: Mutex::new(HashMap::new()),
+            cursors: Mutex::new(CursorTable::default()),
             next_cursor_id: AtomicI64::new(1),
             next_connection_id: AtomicI32::new(1),
             get_mores: AtomicI64::new(0),
@@ -604,20 +658,24 @@ impl Server {
             next: range.start,
             end: range.end,
         };
-        self.write_batch(
+        let id = self.next_cursor_id.fetch_add(1, Ordering::Relaxed);
+        let kept = self.write_batch(
             out,
             "firstBatch",
             cursor,
             read.first_batch,
             !read.single_batch,
-            None,
+            id,
         );
+        if let Some(cursor) = kept {
+            self.cursors.lock().unwrap().insert(id, cursor);
+        }
         Ok(())
     }
 
     /// Writes `{ cursor: { <batch_key>: [...], id, ns }, ok: 1 }` with the cursor's next batch.
-    /// A cursor with documents left is kept (under `id`, or a new id) when `keep`; the reply's id is
-    /// 0 otherwise.
+    /// A cursor with documents left is returned, to be kept under `id`, when `keep`; the reply's id
+    /// is 0 otherwise.
     fn write_batch(
         &self,
         out: &mut Vec<u8>,
@@ -625,8 +683,8 @@ impl Server {
         mut cursor: Cursor,
         max_docs: u64,
         keep: bool,
-        id: Option<i64>,
-    ) {
+        id: i64,
+    ) -> Option<OpenCursor> {
         let reply = begin_document(out);
         begin_element(out, ELEMENT_DOCUMENT, "cursor");
         let body = begin_document(out);
@@ -634,11 +692,8 @@ impl Server {
         let batch = begin_document(out);
         cursor.next = cursor.pool.write_batch(out, cursor.next, cursor.end, max_docs);
         end_document(out, batch);
-        let id = if keep && cursor.next < cursor.end {
-            id.unwrap_or_else(|| self.next_cursor_id.fetch_add(1, Ordering::Relaxed))
-        } else {
-            0
-        };
+        let kept = keep && cursor.next < cursor.end;
+        let id = if kept { id } else { 0 };
         begin_element(out, ELEMENT_INT64, "id");
         out.extend_from_slice(&id.to_le_bytes());
         begin_element(out, ELEMENT_STRING, "ns");
@@ -649,12 +704,7 @@ impl Server {
         begin_element(out, ELEMENT_DOUBLE, "ok");
         out.extend_from_slice(&1.0f64.to_le_bytes());
         end_document(out, reply);
-        if id != 0 {
-            self.cursors
-                .lock()
-                .unwrap()
-                .insert(id, OpenCursor::Documents(cursor));
-        }
+        kept.then_some(OpenCursor::Documents(cursor))
     }
 
     fn find(&self, db: &str, body: &RawDocument, out: &mut Vec<u8>) -> Result<(), CommandError> {
@@ -718,7 +768,7 @@ impl Server {
         };
         // Taken out of the table while its batch is written: a concurrent getMore on the same id
         // sees CursorNotFound (mongod says CursorInUse).
-        let Some(cursor) = self.cursors.lock().unwrap().remove(&id) else {
+        let Some(cursor) = self.cursors.lock().unwrap().take(id) else {
             return Err(CommandError {
                 code: 43,
                 code_name: "CursorNotFound",
@@ -731,29 +781,25 @@ impl Server {
                 "Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {}",
                 cursor.ns()
             );
-            self.cursors.lock().unwrap().insert(id, cursor);
+            self.cursors.lock().unwrap().give_back(id, Some(cursor));
             return Err(CommandError {
                 code: 13,
                 code_name: "Unauthorized",
                 message,
             });
         }
-        match cursor {
-            OpenCursor::Documents(cursor) => {
-                self.write_batch(out, "nextBatch", cursor, max_docs, true, Some(id))
-            }
+        let kept = match cursor {
+            OpenCursor::Documents(cursor) => self.write_batch(out, "nextBatch", cursor, max_docs, true, id),
             OpenCursor::Changes(mut stream) => {
                 // Nothing more is written: awaitData holds the empty batch for maxTimeMS.
                 if stream.exhausted() {
                     *wait = Some(change_stream::await_time(body));
                 }
                 stream.write_reply(out, "nextBatch", max_docs, id);
-                self.cursors
-                    .lock()
-                    .unwrap()
-                    .insert(id, OpenCursor::Changes(stream));
+                Some(OpenCursor::Changes(stream))
             }
-        }
+        };
+        self.cursors.lock().unwrap().give_back(id, kept);
         Ok(())
     }
 
@@ -767,9 +813,9 @@ impl Server {
             let Some(id) = id.ok().and_then(RawBsonRef::as_i64) else {
                 return Err(bad_value("killCursors: cursor ids must be longs"));
             };
-            match cursors.remove(&id) {
-                Some(_) => killed.push(id),
-                None => not_found.push(id),
+            match cursors.kill(id) {
+                true => killed.push(id),
+                false => not_found.push(id),
             }
         }
         write(
