@@ -13,7 +13,9 @@
 // populate sends) and the whole populate, and CPU ms per populate run; with an output file, CPU-profiles
 // RUNS populate runs (node:inspector, the format of `node --cpu-prof`): read it with
 // bench/lib/cpuprofile_table.mjs. Under `valgrind --tool=callgrind --instr-atstart=no` with
-// CALLGRIND=1 it runs 3 warm-ups, then counts the instructions of RUNS populate runs only.
+// CALLGRIND=1 (and --expose-gc) it runs 3 warm-ups, then counts the instructions of RUNS populate
+// runs only: before each, uncounted, the null driver decodes that run's documents and a full GC
+// leaves every side the same clean heap (the null driver's documents then old, as if pre-tenured).
 import { execFileSync } from 'node:child_process'
 import { Session } from 'node:inspector/promises'
 import { writeFileSync } from 'node:fs'
@@ -51,6 +53,9 @@ const Orders = connection.model('orders', mongooseSchema(instance, 'orders'), 'o
 const Parents = connection.model('parents', parentSchema, 'parents')
 const withMode = (query) => (mode === 'lean' ? query.lean() : query)
 
+/** Decodes the null driver's documents for `reads` more reads of each model (a no-op on other sides). */
+let prepareNullReads = (reads) => reads
+
 const ids = (await Parents.find({}).lean().exec()).flatMap((parent) => parent.children)
 if (side === 'null') await nullDriver()
 const parentsRead = () => withMode(Parents.find({})).exec()
@@ -62,11 +67,11 @@ async function nullDriver() {
   const encoded = async (Model, filter) =>
     (await Model.collection.collection.find(filter).toArray()).map((document) => BSON.serialize(document))
   const bytes = { parents: await encoded(Parents, {}), orders: await encoded(Orders, { _id: { $in: ids } }) }
-  // Enough copies for every read below (warm-ups, medians, profiled runs).
   const copies = { parents: [], orders: [] }
-  for (const name of ['parents', 'orders']) {
-    for (let k = 0; k < 4 * RUNS + 4; k++)
-      copies[name].push(bytes[name].map((each) => BSON.deserialize(each)))
+  prepareNullReads = (reads) => {
+    for (const name of ['parents', 'orders']) {
+      for (let k = 0; k < reads; k++) copies[name].push(bytes[name].map((each) => BSON.deserialize(each)))
+    }
   }
   for (const [name, Model] of [
     ['parents', Parents],
@@ -91,12 +96,19 @@ async function median(op) {
 async function main() {
   if (callgrind) {
     const instructions = (state) => execFileSync('callgrind_control', ['-i', state, String(process.pid)])
+    prepareNullReads(3)
     for (let k = 0; k < 3; k++) await populate()
-    instructions('on')
-    for (let k = 0; k < RUNS; k++) await populate()
-    instructions('off')
+    for (let k = 0; k < RUNS; k++) {
+      prepareNullReads(1)
+      globalThis.gc?.()
+      instructions('on')
+      await populate()
+      instructions('off')
+    }
     return { side, mode, runs: RUNS }
   }
+  // Enough copies for every read below (warm-ups, medians, profiled runs), decoded now.
+  prepareNullReads(4 * RUNS + 4)
   for (const op of [parentsRead, childrenRead, populate]) await op() // warm-up
   const phases = {
     parentsMs: await median(parentsRead),
