@@ -13,7 +13,7 @@
 // populate sends) and the whole populate, and CPU ms per populate run; with an output file, CPU-profiles
 // RUNS populate runs (node:inspector, the format of `node --cpu-prof`): read it with
 // bench/lib/cpuprofile_table.mjs. Under `valgrind --tool=callgrind --instr-atstart=no` with
-// CALLGRIND=1 (and --expose-gc) it runs 3 warm-ups, then counts the instructions of RUNS populate
+// CALLGRIND=1 (and --expose-gc) it runs WARMUPS (3) warm-ups, then counts the instructions of RUNS populate
 // runs only: before each, uncounted, the null driver decodes that run's documents and a full GC
 // leaves every side the same clean heap (the null driver's documents then old, as if pre-tenured).
 import { execFileSync } from 'node:child_process'
@@ -96,8 +96,10 @@ async function median(op) {
 async function main() {
   if (callgrind) {
     const instructions = (state) => execFileSync('callgrind_control', ['-i', state, String(process.pid)])
-    prepareNullReads(3)
-    for (let k = 0; k < 3; k++) await populate()
+    // Enough warm-ups that the optimizing compiler is done before counting starts.
+    const warmups = Number(process.env.WARMUPS ?? 3)
+    prepareNullReads(warmups)
+    for (let k = 0; k < warmups; k++) await populate()
     for (let k = 0; k < RUNS; k++) {
       prepareNullReads(1)
       globalThis.gc?.()
