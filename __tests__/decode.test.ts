@@ -2,6 +2,7 @@
 // arrays, ...) still decode exactly like the official driver: the batch goes through the same native
 // encoder a server reply goes through, then through the decoder every read path uses.
 import { createRequire } from 'node:module'
+import { setFlagsFromString } from 'node:v8'
 import { describe, expect, it } from 'vitest'
 import {
   Binary,
@@ -121,6 +122,31 @@ describe('batch decoding', () => {
     // The JS decoder inlines the tags as literals: this is what keeps the two sides in step.
     expect(TAPE_TAGS).toEqual(tapeTags())
     expect(Object.keys(TAPE_TAGS)).toHaveLength(12)
+  })
+
+  it('gives int32 values as small integers, as js-bson does (not a heap number per field)', () => {
+    // Same value either way; but a float64 stored in a field is a heap-allocated number: one more
+    // object per int32 field for the garbage collector (Mongoose's populate of 10,000 documents
+    // spent most of its GC time there) and for every reader of the value.
+    setFlagsFromString('--allow-natives-syntax')
+    const isSmi = new Function('value', 'return %IsSmi(value)') as (value: unknown) => boolean
+    // Keys no other test uses: V8 shares a field's representation by every object of a shape.
+    const documents = [0, 1, 2].map((k) => ({
+      smiCheckTop: new Int32(k - 1),
+      smiCheckSub: { smiCheckNested: new Int32(1000 * k) },
+      smiCheckList: [new Int32(k), new Int32(-7), 'text'],
+    }))
+    const smallIntegers = (decoded: Document[]) =>
+      decoded.flatMap((document) => [
+        isSmi(document.smiCheckTop),
+        isSmi(document.smiCheckSub.smiCheckNested),
+        isSmi(document.smiCheckList[0]),
+        isSmi(document.smiCheckList[1]),
+      ])
+    const decoded = createDecoder(DEFAULT_BSON_OPTIONS).decodeBatch(encodeAsServerBatch(documents))
+    expectIdentical(decoded, officialDecode(documents, DEFAULT_BSON_OPTIONS))
+    expect(smallIntegers(officialDecode(documents, DEFAULT_BSON_OPTIONS))).not.toContain(false)
+    expect(smallIntegers(decoded)).not.toContain(false)
   })
 
   it('returns raw BSON per document with raw: true', () => {

@@ -102,7 +102,7 @@ export const MONGOOSE_WORKLOADS = [
 const ROUNDS = { quick: 3, full: 7 }
 
 /** Parent `p`'s children are orders `10p..10p+9`: consecutive, as the replay server's `$in` needs. */
-function writeParents(path) {
+export function writeParents(path) {
   const documents = Array.from({ length: PARENTS }, (_, p) =>
     BSON.serialize({
       _id: new ObjectId(`70000000${p.toString(16).padStart(16, '0')}`),

@@ -143,7 +143,7 @@ class TapeReader {
       case Tag.Null:
         return null
       case Tag.Int32:
-        return this.options.promoteValues ? this.number() : new Int32(this.number())
+        return this.options.promoteValues ? this.number() | 0 : new Int32(this.number())
       case Tag.Int64:
         return this.int64()
       case Tag.Timestamp: {
@@ -187,8 +187,12 @@ function fieldExpression(tag: Tag, options: DecoderOptions): string {
   const viaReader = (call: string) => `(r.position = p, v = r.${call}, p = r.position, v)`
   switch (tag) {
     case Tag.Double:
-    case Tag.Int32:
       return options.promoteValues ? 's[p++]' : viaReader(`value(${tag})`)
+    case Tag.Int32:
+      // `| 0`: the slot's float64 as an int32, which V8 stores as a small integer (as js-bson's
+      // values are); a float64 stored in a field is a heap number: one more object per field
+      // for the garbage collector and for every reader of the value.
+      return options.promoteValues ? '(s[p++] | 0)' : viaReader(`value(${tag})`)
     case Tag.String:
       return '(a = s[p], b = s[p + 1], p += 2, a >= 0 ? A.slice(a, b) : U.slice(-a - 1, b))'
     case Tag.ObjectId:
