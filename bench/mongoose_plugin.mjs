@@ -10,7 +10,7 @@
 // read (no fallback): a row that fails a check fails the run rather than reporting a number.
 import { performance } from 'node:perf_hooks'
 import { mongooseSchema, replayObjectId } from './lib/datasets.mjs'
-import { CHILDREN_PER_PARENT, MONGOOSE_WORKLOADS, PARENTS } from './lib/mongoose_plugin.mjs'
+import { CHILDREN_PER_PARENT, MONGOOSE_WORKLOADS, PARENTS, parentSchema } from './lib/mongoose_plugin.mjs'
 
 /** One application: its Mongoose instance, connection and models. */
 async function application(mongoose, uri, db, plugin) {
@@ -20,19 +20,10 @@ async function application(mongoose, uri, db, plugin) {
   const connection = await instance
     .createConnection(uri, { dbName: db, autoCreate: false, autoIndex: false })
     .asPromise()
-  const parentSchema = new instance.Schema(
-    {
-      _id: instance.Schema.Types.ObjectId,
-      n: Number,
-      name: String,
-      children: [{ type: instance.Schema.Types.ObjectId, ref: 'orders' }],
-    },
-    { versionKey: false, autoIndex: false, autoCreate: false },
-  )
   const models = {
     orders: connection.model('orders', mongooseSchema(instance, 'orders'), 'orders'),
     wide45: connection.model('wide45', mongooseSchema(instance, 'wide45'), 'wide45'),
-    parents: connection.model('parents', parentSchema, 'parents'),
+    parents: connection.model('parents', parentSchema(instance), 'parents'),
   }
   return { models, close: () => connection.close() }
 }

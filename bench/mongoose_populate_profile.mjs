@@ -22,7 +22,7 @@ import { writeFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import { BSON } from 'bson'
 import { mongooseSchema } from './lib/datasets.mjs'
-import { writeParents } from './lib/mongoose_plugin.mjs'
+import { parentSchema, writeParents } from './lib/mongoose_plugin.mjs'
 
 if (process.argv[2] === '--write-parents') {
   writeParents(process.argv[3])
@@ -40,17 +40,8 @@ const connection = await instance
   .createConnection(uri, { dbName: 'bench', autoCreate: false, autoIndex: false })
   .asPromise()
 // The schemas of bench/mongoose_plugin.mjs.
-const parentSchema = new instance.Schema(
-  {
-    _id: instance.Schema.Types.ObjectId,
-    n: Number,
-    name: String,
-    children: [{ type: instance.Schema.Types.ObjectId, ref: 'orders' }],
-  },
-  { versionKey: false, autoIndex: false, autoCreate: false },
-)
 const Orders = connection.model('orders', mongooseSchema(instance, 'orders'), 'orders')
-const Parents = connection.model('parents', parentSchema, 'parents')
+const Parents = connection.model('parents', parentSchema(instance), 'parents')
 const withMode = (query) => (mode === 'lean' ? query.lean() : query)
 
 /** Decodes the null driver's documents for `reads` more reads of each model (a no-op on other sides). */

@@ -101,6 +101,19 @@ export const MONGOOSE_WORKLOADS = [
 
 const ROUNDS = { quick: 3, full: 7 }
 
+/** The parents' schema of the populate rows: `children` refers to `orders`. */
+export function parentSchema(mongoose) {
+  return new mongoose.Schema(
+    {
+      _id: mongoose.Schema.Types.ObjectId,
+      n: Number,
+      name: String,
+      children: [{ type: mongoose.Schema.Types.ObjectId, ref: 'orders' }],
+    },
+    { versionKey: false, autoIndex: false, autoCreate: false },
+  )
+}
+
 /** Parent `p`'s children are orders `10p..10p+9`: consecutive, as the replay server's `$in` needs. */
 export function writeParents(path) {
   const documents = Array.from({ length: PARENTS }, (_, p) =>
