@@ -21,8 +21,8 @@ use bson::{RawBsonRef, RawDocument};
 use crate::datasets::{Pool, MAX_BATCH_BYTES};
 use crate::generate::object_id_bytes;
 use crate::wire::{
-    begin_document, begin_element, end_document, ELEMENT_ARRAY, ELEMENT_DATETIME, ELEMENT_DOCUMENT,
-    ELEMENT_DOUBLE, ELEMENT_INT64, ELEMENT_OBJECT_ID, ELEMENT_STRING, ELEMENT_TIMESTAMP,
+    begin_document, begin_element, end_document, write_string, ELEMENT_ARRAY, ELEMENT_DATETIME,
+    ELEMENT_DOCUMENT, ELEMENT_DOUBLE, ELEMENT_INT64, ELEMENT_OBJECT_ID, ELEMENT_TIMESTAMP,
 };
 
 /// The seconds of every cluster time the script uses (2023-11-14T22:13:20Z).
@@ -96,13 +96,6 @@ fn event_token(token: &mut String, index: u64) {
 fn high_water_mark(token: &mut String, events: u64) {
     token.clear();
     let _ = write!(token, "82{:016X}2B0429296E1404", cluster_time(events));
-}
-
-fn write_string(out: &mut Vec<u8>, key: &str, value: &str) {
-    begin_element(out, ELEMENT_STRING, key);
-    out.extend_from_slice(&(value.len() as i32 + 1).to_le_bytes());
-    out.extend_from_slice(value.as_bytes());
-    out.push(0);
 }
 
 /// `{ _data: <token> }` under `key`.

@@ -16,8 +16,8 @@ use crate::compression::{self, Compressor};
 use crate::datasets::{Collection, Pool, Projection};
 use crate::generate::{index_of_object_id, label, LABEL_PERIOD};
 use crate::wire::{
-    begin_document, begin_element, end_document, ELEMENT_ARRAY, ELEMENT_DOCUMENT, ELEMENT_DOUBLE,
-    ELEMENT_INT64, ELEMENT_STRING, MAX_MESSAGE_BYTES,
+    begin_document, begin_element, end_document, write_string, ELEMENT_ARRAY, ELEMENT_DOCUMENT,
+    ELEMENT_DOUBLE, ELEMENT_INT64, MAX_MESSAGE_BYTES,
 };
 
 /// The database that holds the collections.
@@ -696,10 +696,7 @@ impl Server {
         let id = if kept { id } else { 0 };
         begin_element(out, ELEMENT_INT64, "id");
         out.extend_from_slice(&id.to_le_bytes());
-        begin_element(out, ELEMENT_STRING, "ns");
-        out.extend_from_slice(&(cursor.ns.len() as i32 + 1).to_le_bytes());
-        out.extend_from_slice(cursor.ns.as_bytes());
-        out.push(0);
+        write_string(out, "ns", &cursor.ns);
         end_document(out, body);
         begin_element(out, ELEMENT_DOUBLE, "ok");
         out.extend_from_slice(&1.0f64.to_le_bytes());

@@ -295,3 +295,11 @@ pub fn begin_element(out: &mut Vec<u8>, element_type: u8, key: &str) {
     out.extend_from_slice(key.as_bytes());
     out.push(0);
 }
+
+/// A string element: its key, then the length, bytes and terminating zero of `value`.
+pub fn write_string(out: &mut Vec<u8>, key: &str, value: &str) {
+    begin_element(out, ELEMENT_STRING, key);
+    out.extend_from_slice(&(value.len() as i32 + 1).to_le_bytes());
+    out.extend_from_slice(value.as_bytes());
+    out.push(0);
+}
