@@ -97,15 +97,8 @@ const BITS_PER_BYTE: u32 = 1;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[inline(always)]
 fn masks(block: &[u8; BLOCK]) -> (u64, u64) {
-    use crate::raw::{HIGHS, ONES};
-    // The flags of json.rs's `escape_flags`: the high bit of each byte, the lowest exact.
-    let escape_flags = |word: u64| {
-        (word.wrapping_sub(ONES * 0x20)
-            | (word ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES)
-            | (word ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES))
-            & !word
-            & HIGHS
-    };
+    use super::escape_flags;
+    use crate::raw::HIGHS;
     // The high bit of each of 8 bytes gathered into the low 8 bits (bit 7 + 8k moves to k).
     let gather = |flags: u64| (flags >> 7).wrapping_mul(0x0102_0408_1020_4080) >> 56;
     let [low, high] = [0, 8].map(|at| u64::from_le_bytes(block[at..at + 8].try_into().expect("8 bytes")));
