@@ -4,7 +4,7 @@
  * @module
  */
 import { MongoInvalidArgumentError } from './errors.js'
-import { describe } from './validate.js'
+import { bsonTypeOf, describe } from './validate.js'
 
 /** Options of `firstDifference`. */
 export interface CompareOptions {
@@ -182,11 +182,6 @@ function sameLeaf(a: object, b: object): boolean | undefined {
     default:
       return undefined
   }
-}
-
-function bsonTypeOf(value: unknown): string | undefined {
-  const bsonType = (value as { _bsontype?: unknown })._bsontype
-  return typeof bsonType === 'string' ? bsonType : undefined
 }
 
 function bytesOf(view: ArrayBufferView): Uint8Array {

@@ -15,7 +15,7 @@ import {
   MongoTransactionError,
 } from './errors.js'
 import { toBSON } from './bson.js'
-import { describe, isPlainObject } from './validate.js'
+import { bsonTypeOf, describe, isPlainObject } from './validate.js'
 import type { NativeClient, NativeSession } from './native.cjs'
 
 /** Options of `client.startSession()`: the official driver's read options. */
@@ -102,10 +102,8 @@ export class ClientSession {
     const keyId = signature?.keyId
     if (
       !signature ||
-      (signature.hash as { _bsontype?: string } | undefined)?._bsontype !== 'Binary' ||
-      (typeof keyId !== 'bigint' &&
-        typeof keyId !== 'number' &&
-        (keyId as { _bsontype?: string } | undefined)?._bsontype !== 'Long')
+      bsonTypeOf(signature.hash) !== 'Binary' ||
+      (typeof keyId !== 'bigint' && typeof keyId !== 'number' && bsonTypeOf(keyId) !== 'Long')
     ) {
       throw new MongoInvalidArgumentError(
         'input cluster time must have a valid "signature" property with BSON Binary hash and BSON Long keyId',
@@ -200,7 +198,7 @@ export class ClientSession {
 
 /** A BSON Timestamp of either copy of js-bson (rumongo's or the official driver's). */
 function isTimestamp(value: unknown): value is Timestamp {
-  return (value as { _bsontype?: string } | null | undefined)?._bsontype === 'Timestamp'
+  return bsonTypeOf(value) === 'Timestamp'
 }
 
 /** Checks `startSession()`'s options as the official driver does. */

@@ -59,12 +59,18 @@ export function jsonForMessage(value: unknown): string {
 /** A filter must be a plain object; an ObjectId means `{ _id: id }` (as in the official driver). */
 export function checkFilter(filter: unknown): Document {
   if (isPlainObject(filter)) return filter
-  if (typeof filter === 'object' && filter !== null && (filter as Document)._bsontype === 'ObjectId') {
+  if (typeof filter === 'object' && bsonTypeOf(filter) === 'ObjectId') {
     return { _id: filter }
   }
   throw new MongoInvalidArgumentError(
     `Query filter must be a plain object or ObjectId, got ${describe(filter)}`,
   )
+}
+
+/** A BSON value's type name (`'Timestamp'`, `'Long'`, ...), of either copy of js-bson; else undefined. */
+export function bsonTypeOf(value: unknown): string | undefined {
+  const bsonType = (value as { _bsontype?: unknown } | null | undefined)?._bsontype
+  return typeof bsonType === 'string' ? bsonType : undefined
 }
 
 /** True for `{...}` objects (any prototype but arrays, Maps and BSON values). */
