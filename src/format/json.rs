@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use base64::{engine::general_purpose::STANDARD as BASE64, Engine};
 use rayon::prelude::*;
 
-use crate::handover::text_buffer;
-
 mod scan;
+
+use crate::handover::text_buffer;
 use crate::raw::{
     cstring_end, document_length, fixed, is_safe_integer, promoted_int64, size_at, word_at, Malformed, ARRAY,
     BINARY, BOOLEAN, DATE, DECIMAL128, DOCUMENT, DOUBLE, HIGHS, INT32, INT64, MAX_DEPTH, MAX_KEY, MIN_KEY,
