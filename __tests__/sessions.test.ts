@@ -16,10 +16,14 @@ const DOCUMENTS = [
   { _id: 2, a: 'y' },
 ]
 
-/** A primary answering the reads of the scripts below from DOCUMENTS. */
-function readServer(): Promise<WireServer> {
+/**
+ * A primary answering the reads of the scripts below from DOCUMENTS; `hold`, when given, is waited
+ * for before each answer (a read a test keeps in flight).
+ */
+function readServer(hold?: (command: Document) => Promise<void>): Promise<WireServer> {
   return startReplicaPrimary({
-    answer(command) {
+    async answer(command) {
+      await hold?.(command)
       const name = Object.keys(command)[0]!
       const ns = `${command.$db}.${command[name]}`
       if (name === 'find') return { cursor: { id: 0n, ns, firstBatch: DOCUMENTS }, ok: 1 }
@@ -365,6 +369,56 @@ describe('advancing a session and closing its cursors, both drivers', () => {
     })
     expect(rumongo.outcome.advanced).toEqual(official.outcome.advanced)
     expect(rumongo.outcome.advanced.clusterTime).toEqual(clusterTimeOf(60))
+  })
+
+  it('advances given while a read holds the session: the later time is kept, shown at once and sent next', async () => {
+    /** Advances a causal session twice, the later time first, while its first read is held. */
+    const run = async (make: (uri: string) => AnyClient) => {
+      let arrived!: () => void
+      const heldReadArrived = new Promise<void>((resolve) => (arrived = resolve))
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      const server = await readServer(async (command) => {
+        if (command.filter?.held !== true) return
+        arrived()
+        await released
+      })
+      const client = make(server.uri)
+      try {
+        await client.connect()
+        const session = client.startSession({ causalConsistency: true })
+        const coll = client.db('app').collection('items')
+        const heldRead = coll.find({ held: true }, { session }).toArray()
+        await heldReadArrived
+        session.advanceOperationTime(clusterTimeOf(50).clusterTime)
+        session.advanceClusterTime(clusterTimeOf(60))
+        session.advanceOperationTime(clusterTimeOf(40).clusterTime)
+        session.advanceClusterTime(clusterTimeOf(30))
+        const whileHeld = { operationTime: session.operationTime, clusterTime: session.clusterTime }
+        release()
+        await heldRead
+        await coll.find({}, { session }).toArray()
+        const id = session.id as Document
+        await session.endSession()
+        return { whileHeld, wire: reads(server).map((command) => sessionFields(command, id)) }
+      } finally {
+        await client.close()
+        await server.stop()
+      }
+    }
+    const official = await run((uri) => new OfficialClient(uri))
+    const rumongo = await run((uri) => new MongoClient(uri))
+    expect(official.whileHeld).toEqual({
+      operationTime: clusterTimeOf(50).clusterTime,
+      clusterTime: clusterTimeOf(60),
+    })
+    expect(rumongo.whileHeld).toEqual(official.whileHeld)
+    // The read after the held one waits for operation time 50 and gossips cluster time 60.
+    expect(official.wire[1]).toMatchObject({
+      readConcern: { afterClusterTime: clusterTimeOf(50).clusterTime },
+      $clusterTime: { clusterTime: clusterTimeOf(60).clusterTime },
+    })
+    expect(rumongo.wire).toEqual(official.wire)
   })
 
   it('advanceClusterTime refuses what is not a $clusterTime with the official error', async () => {

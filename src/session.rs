@@ -43,8 +43,17 @@ const END_GRACE: Duration = Duration::from_secs(5);
 /// a read of the session in flight.
 #[derive(Default)]
 struct SeenTimes {
-    cluster_time: Option<Document>,
+    cluster_time: Option<ClusterTime>,
     operation_time: Option<Timestamp>,
+}
+
+impl SeenTimes {
+    /// Takes the later of each time and `advances`'s (`None` is earlier than any time), as the
+    /// official driver's getters show an advance at once, a read in flight or not.
+    fn keep_later(&mut self, advances: &Advances) {
+        self.cluster_time = self.cluster_time.take().max(advances.cluster_time.clone());
+        self.operation_time = self.operation_time.max(advances.operation_time);
+    }
 }
 
 /// Times JS gave `advanceClusterTime` / `advanceOperationTime` while a read held the session: that
@@ -123,9 +132,7 @@ impl SessionSlot {
     /// Copies the session's times for the getters.
     fn copy_times(&self, session: &ClientSession) {
         let mut seen = lock(&self.seen);
-        seen.cluster_time = session
-            .cluster_time()
-            .and_then(|time| bson::serialize_to_document(time).ok());
+        seen.cluster_time = session.cluster_time().cloned();
         seen.operation_time = session.operation_time();
     }
 
@@ -133,12 +140,11 @@ impl SessionSlot {
     /// else when the read lets it go (the lock on `advances` orders this with that read's drop).
     fn advance(&self, advances: Advances) {
         let mut pending = lock(&self.advances);
-        if advances.cluster_time.is_some() {
-            pending.cluster_time = advances.cluster_time;
-        }
-        if advances.operation_time.is_some() {
-            pending.operation_time = advances.operation_time;
-        }
+        // Two advances while one read holds the session: the later time is kept, whichever was
+        // given last, as the official driver keeps it.
+        pending.cluster_time = pending.cluster_time.take().max(advances.cluster_time);
+        pending.operation_time = pending.operation_time.max(advances.operation_time);
+        lock(&self.seen).keep_later(&pending);
         if let Ok(mut guard) = self.session.try_lock() {
             if let Some(session) = guard.as_mut() {
                 pending.apply(session);
@@ -257,8 +263,12 @@ impl NativeSession {
     #[napi(getter, catch_unwind)]
     pub fn times(&self) -> napi::Result<Buffer> {
         let seen = lock(&self.slot.seen);
+        let cluster_time = match &seen.cluster_time {
+            Some(time) => Some(bson::serialize_to_document(time).map_err(Error::from)?),
+            None => None,
+        };
         let times = doc! {
-            "clusterTime": seen.cluster_time.clone(),
+            "clusterTime": cluster_time,
             "operationTime": seen.operation_time,
         };
         Ok(times.to_vec().map_err(Error::from)?.into())
