@@ -264,7 +264,9 @@ describe('mongoosePlugin serves the reads with the results Mongoose gets without
       const seen: string[] = []
       // destroy() (Mongoose's gh-14966): the driver cursor closes and says so.
       const stream: any = await side.Book.find().sort({ title: 1 }).cursor()
-      stream.cursor.on('close', () => seen.push('destroyed'))
+      // on() chains: it returns the cursor.
+      const chained = stream.cursor.on('close', () => seen.push('destroyed'))
+      seen.push(`chained ${chained === stream.cursor}`)
       stream.destroy()
       await once(stream.cursor, 'close')
       seen.push(`closed ${stream.cursor.closed}`)
