@@ -5,8 +5,10 @@
 import { once } from 'node:events'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import mongoose, { Schema, type Connection } from 'mongoose'
+import { Long, type Document } from 'bson'
 import { MongoClient, MongoInvalidArgumentError, mongoosePlugin, type MongooseFallback } from 'rumongo'
 import { expectIdentical, uniqueDbName, uri } from './setup/helpers.js'
+import { CLOSE_CONNECTION, helloReply, startWireServer } from './setup/wire_server.js'
 import { typedDocuments } from './setup/data.js'
 
 /** The commands a read sends (the official driver's names). */
@@ -262,7 +264,9 @@ describe('mongoosePlugin serves the reads with the results Mongoose gets without
       const seen: string[] = []
       // destroy() (Mongoose's gh-14966): the driver cursor closes and says so.
       const stream: any = await side.Book.find().sort({ title: 1 }).cursor()
-      stream.cursor.on('close', () => seen.push('destroyed'))
+      // on() chains: it returns the cursor.
+      const chained = stream.cursor.on('close', () => seen.push('destroyed'))
+      seen.push(`chained ${chained === stream.cursor}`)
       stream.destroy()
       await once(stream.cursor, 'close')
       seen.push(`closed ${stream.cursor.closed}`)
@@ -565,6 +569,84 @@ describe('mongoosePlugin setup', () => {
       await connection.close()
     }
     expect(own.stats().openClients).toBe(0)
+  })
+
+  it("the connection's rumongo client connects when the connection opens: the first read opens no connection", async () => {
+    // Which connection each driver opened (its handshake names the driver) and where finds came.
+    const opened = new Map<number, string>()
+    const finds: number[] = []
+    const server = await startWireServer({
+      hello: (command, { connection }) => {
+        if (command.client) opened.set(connection, command.client.driver.name)
+        return helloReply(false)
+      },
+      answer: (command, { connection }) => {
+        if (!command.find) return { ok: 1 }
+        finds.push(connection)
+        const firstBatch = [{ _id: 1, title: 'a' }]
+        return { cursor: { id: Long.ZERO, ns: `${command.$db}.${command.find}`, firstBatch }, ok: 1 }
+      },
+    })
+    const own = mongoosePlugin()
+    const instance = new mongoose.Mongoose()
+    instance.plugin(own)
+    const Book = instance.model('Book', new Schema({ title: String }), 'books')
+    await instance.connect(server.uri, { autoIndex: false, autoCreate: false })
+    try {
+      // The official driver sends no ping when it connects without credentials: rumongo's connect() does.
+      await vi.waitFor(() => expect(server.received('ping')).not.toHaveLength(0), { timeout: 10_000 })
+      const openBeforeRead = Math.max(...opened.keys())
+      expect(await Book.find().lean()).toEqual([{ _id: 1, title: 'a' }])
+      expect(own.stats()).toMatchObject({ served: 1, fallbacks: 0, openClients: 1 })
+      // The read went on a connection rumongo had opened before it: no handshake on its path.
+      expect(finds).toHaveLength(1)
+      expect(finds[0]).toBeLessThanOrEqual(openBeforeRead)
+      expect(opened.get(finds[0]!)).not.toBe(opened.get(1))
+    } finally {
+      await instance.disconnect()
+      await server.stop()
+    }
+    expect(own.stats().openClients).toBe(0)
+  })
+
+  it('a background connect that fails raises nothing: the first read fails as it did without it', async () => {
+    const rejections: unknown[] = []
+    const onRejection = (reason: unknown) => rejections.push(reason)
+    process.on('unhandledRejection', onRejection)
+    // The server accepts the official driver (Mongoose's connection opens) and shuts rumongo out.
+    const rumongoConnections = new Set<number>()
+    let officialDriver: string | undefined
+    const server = await startWireServer({
+      hello: (command: Document, { connection }) => {
+        const driver = command.client?.driver.name as string | undefined
+        officialDriver ??= driver
+        if (driver !== undefined && driver !== officialDriver) rumongoConnections.add(connection)
+        return rumongoConnections.has(connection) ? CLOSE_CONNECTION : helloReply(false)
+      },
+    })
+    const own = mongoosePlugin()
+    const instance = new mongoose.Mongoose()
+    instance.plugin(own)
+    const Book = instance.model('Book', new Schema({ title: String }), 'books')
+    try {
+      await instance.connect(
+        `mongodb://${server.address}/?directConnection=true&serverSelectionTimeoutMS=300`,
+        {
+          autoIndex: false,
+          autoCreate: false,
+        },
+      )
+      await expect(Book.find().lean()).rejects.toMatchObject({ name: 'MongoServerSelectionError' })
+      expect(rumongoConnections.size).toBeGreaterThan(0)
+      expect(own.stats()).toMatchObject({ served: 1, fallbacks: 0 })
+      // The background connect failed first (it started first, with the same timeout).
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(rejections).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onRejection)
+      await instance.disconnect()
+      await server.stop()
+    }
   })
 
   it('a Mongoose instance without the plugin is left alone, even when it shares the copy of Mongoose', async () => {

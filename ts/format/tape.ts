@@ -10,6 +10,7 @@
  */
 import { BSON, Double, Int32, Long, ObjectId, Timestamp, type Document } from 'bson'
 import {
+  DEFAULT_BSON_OPTIONS,
   int64Value,
   objectIdAt,
   toDecoderOptions,
@@ -41,14 +42,30 @@ interface Shape {
 /** Builds one document of a shape, reading its values from the tape. */
 type Builder = (reader: TapeReader) => Document
 
-/** Reads values off one batch's tape; generated builders call its methods. */
-class TapeReader {
+/** What an area Rust left out reads as. */
+const NO_EXTRAS = new Uint8Array(0)
+
+/**
+ * The same bytes as a plain Uint8Array. A Buffer the addon makes has a map of its own (Node sets
+ * its prototype after creating it), which dies at a full GC when no such Buffer is left: V8 then
+ * throws away the optimized code that read ObjectIds out of it ("weak objects"), and the reads
+ * after every full GC ran the decoder unoptimized until V8 optimized it again.
+ */
+function plainBytes(buffer: Buffer): Uint8Array {
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+}
+
+/**
+ * Reads values off one batch's tape; generated builders call its methods.
+ * @internal exported for the test that it stays optimized across a full GC
+ */
+export class TapeReader {
   position = 0
   readonly slots: Float64Array
   readonly latin1: string
   readonly utf16: string
   /** ObjectId bytes, fallback values and untaped documents (see src/format/tape.rs). */
-  readonly extras: Buffer
+  readonly extras: Uint8Array
   readonly builders: Builder[]
   readonly options: DecoderOptions
 
@@ -57,7 +74,7 @@ class TapeReader {
     // Rust leaves an empty area undefined (src/format/mod.rs).
     this.latin1 = batch.latin1 ? batch.latin1.toString('latin1') : ''
     this.utf16 = batch.utf16 ? batch.utf16.toString('utf16le') : ''
-    this.extras = batch.extras ?? NO_EXTRAS
+    this.extras = batch.extras ? plainBytes(batch.extras) : NO_EXTRAS
     this.builders = builders
     this.options = options
   }
@@ -176,6 +193,19 @@ class TapeReader {
     this.position += 2
     return BSON.deserialize(this.extras.subarray(offset, offset + length), this.options.deserialize)
   }
+
+  /**
+   * One reader kept for the life of the process, so that the maps V8 makes as the constructor adds
+   * each field outlive the batches: when a full GC found no reader alive, it freed them and V8
+   * dropped the optimized builders, `topLevelDocument`, `array` and `element` with them ("weak
+   * objects" deoptimizations: a lean Mongoose populate after a full GC took 651M instructions,
+   * 525M with this reader kept and the extras read through `plainBytes`).
+   */
+  static readonly mapKeeper = new TapeReader(
+    { count: 0, slots: new Float64Array(0), shapes: '[]' } as TapeBatch,
+    [],
+    toDecoderOptions(DEFAULT_BSON_OPTIONS),
+  )
 }
 
 /**
@@ -308,9 +338,6 @@ export function tapeReader(options: ResolvedBSONOptions): (batch: TapeBatch) => 
     return () => reader.topLevelDocument()
   }
 }
-
-/** What an area Rust left out reads as. */
-const NO_EXTRAS = Buffer.alloc(0)
 
 /**
  * The tape's type tags by name, for the test that checks them against the addon's (`TAPE_TAGS`,

@@ -33,57 +33,97 @@ const READS = ['next', 'tryNext', 'hasNext', 'toArray', 'nextBatch', 'forEach'] 
 interface CursorLike {
   readonly closed: boolean
   readonly id: { isZero(): boolean } | undefined
-  close(...args: unknown[]): Promise<void>
-  rewind(): unknown
   [method: string]: unknown
 }
 
-/** Gives `cursor` the official cursor's `'close'` event (own properties; returns the cursor). */
-export function withCloseEvent<T extends object>(cursor: T): T {
-  const target = cursor as unknown as CursorLike
-  const events = new EventEmitter()
-  let emitted = false
-  const emitClose = () => {
-    if (emitted) return
-    emitted = true
-    events.emit('close')
-  }
-  // The cursor id turns 0 when the reader takes the server's last batch, where the official cursor
-  // (which reads no batch ahead) cleans up.
-  const ended = () => target.closed || target.id?.isZero() === true
-  const define = (name: string, value: unknown) =>
-    Object.defineProperty(target, name, { value, writable: true, configurable: true })
+/** A cursor's `'close'` state: its emitter, made with its first listener, and whether it fired. */
+interface CloseState {
+  events?: EventEmitter
+  emitted: boolean
+}
 
+/** Beside the cursor rather than on it: the cursor keeps the shape rumongo made it with. */
+const closeStates = new WeakMap<object, CloseState>()
+
+type WithState = CursorLike
+
+/**
+ * Per cursor class, the prototype that adds the event to it (between the cursor and its class's
+ * prototype): defining the ~23 methods once per class instead of as own properties of every cursor
+ * took ~11 µs off each read Mongoose makes through a cursor (findById included). The official
+ * cursor has these methods on its prototype too.
+ */
+const withEvents = new WeakMap<object, object>()
+
+/** Gives `cursor` the official cursor's `'close'` event (returns the cursor). */
+export function withCloseEvent<T extends object>(cursor: T): T {
+  const prototype = Object.getPrototypeOf(cursor) as object
+  let eventful = withEvents.get(prototype)
+  if (eventful === undefined) {
+    eventful = eventfulPrototype(prototype)
+    withEvents.set(prototype, eventful)
+  }
+  Object.setPrototypeOf(cursor, eventful)
+  return cursor
+}
+
+function stateOf(cursor: WithState): CloseState {
+  let state = closeStates.get(cursor)
+  if (state === undefined) {
+    state = { emitted: false }
+    closeStates.set(cursor, state)
+  }
+  return state
+}
+
+function emitClose(cursor: WithState): void {
+  const state = stateOf(cursor)
+  if (state.emitted) return
+  state.emitted = true
+  state.events?.emit('close')
+}
+
+// The cursor id turns 0 when the reader takes the server's last batch, where the official cursor
+// (which reads no batch ahead) cleans up.
+const ended = (cursor: CursorLike) => cursor.closed || cursor.id?.isZero() === true
+
+function eventfulPrototype(base: object): object {
+  const eventful = Object.create(base) as Record<string, unknown>
+  const define = (name: string, value: unknown) =>
+    Object.defineProperty(eventful, name, { value, writable: true, configurable: true })
   for (const name of EMITTER_METHODS) {
-    const method = events[name] as (...args: unknown[]) => unknown
-    define(name, (...args: unknown[]) => {
+    const method = EventEmitter.prototype[name] as (...args: unknown[]) => unknown
+    define(name, function (this: WithState, ...args: unknown[]) {
+      const events = (stateOf(this).events ??= new EventEmitter())
       const result = method.apply(events, args)
       // The chaining methods return the emitter: the caller gets the cursor, as from the official one.
-      return result === events ? target : result
+      return result === events ? this : result
     })
   }
   for (const name of READS) {
-    const read = target[name]
+    const read = (base as Record<string, unknown>)[name]
     if (typeof read !== 'function') continue
-    define(name, (...args: unknown[]) =>
-      (read.apply(target, args) as Promise<unknown>).then(
+    define(name, function (this: WithState, ...args: unknown[]) {
+      return (read.apply(this, args) as Promise<unknown>).then(
         (value) => {
-          if (ended()) emitClose()
+          if (ended(this)) emitClose(this)
           return value
         },
         (error: unknown) => {
-          if (ended()) emitClose()
+          if (ended(this)) emitClose(this)
           throw error
         },
-      ),
-    )
+      )
+    })
   }
-  const close = target.close
-  define('close', (...args: unknown[]) => close.apply(target, args).finally(emitClose))
-  const rewind = target.rewind as (...args: unknown[]) => unknown
-  define('rewind', (...args: unknown[]) => {
-    emitted = false
-    return rewind.apply(target, args)
+  const close = (base as Record<string, unknown>).close as (...args: unknown[]) => Promise<void>
+  define('close', function (this: WithState, ...args: unknown[]) {
+    return close.apply(this, args).finally(() => emitClose(this))
   })
-  return cursor
+  const rewind = (base as Record<string, unknown>).rewind as (...args: unknown[]) => unknown
+  define('rewind', function (this: WithState, ...args: unknown[]) {
+    stateOf(this).emitted = false
+    return rewind.apply(this, args)
+  })
+  return eventful
 }

@@ -16,7 +16,7 @@ export interface MongoosePluginOptions {
   /**
    * The rumongo client every read goes through (the caller closes it). Without it, the plugin makes
    * one per Mongoose connection from the connection string and options Mongoose gave the official
-   * driver, on the first read, and closes it with the connection.
+   * driver, connected as soon as the connection is open, and closes it with the connection.
    */
   client?: MongoClient
   /** Called with each call the official driver ran instead of rumongo, and why. */

@@ -77,6 +77,7 @@ export class Router {
     const base = collection?.conn?.base
     if (base == null || typeof collection._getCollection !== 'function') return
     routers.set(base, this)
+    this.#clients.startWhenOpen(collection.conn)
     let owner: any = Object.getPrototypeOf(collection)
     while (owner !== null && !Object.hasOwn(owner, '_getCollection')) owner = Object.getPrototypeOf(owner)
     if (owner === null || Object.hasOwn(owner, WRAPPED)) return

@@ -35,7 +35,11 @@ export interface MongooseConnectionLike {
   _connectionOptions?: Record<string, unknown>
   /** The official driver's client (shared by a connection and its `useDb()` children). */
   client?: object | null
+  /** Mongoose's `ConnectionStates`: 1 is connected. */
+  readyState?: number
   once(event: 'close', listener: () => void): unknown
+  /** `'open'`: each time `openUri()` connected the official driver (again after a close). */
+  on(event: 'open', listener: () => void): unknown
 }
 
 /** The official driver's `Collection`: the plugin only needs its namespace and its methods. */
