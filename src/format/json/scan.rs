@@ -28,6 +28,20 @@ pub fn scan(block: &[u8; BLOCK]) -> Found {
 #[inline(always)]
 pub fn window_flags<const N: usize>(window: &[u8; N], length: usize) -> (bool, bool) {
     let (mut escapes, mut non_ascii) = (0, 0);
+    if N as u32 * BITS_PER_BYTE <= 64 {
+        // The blocks' masks side by side in one word (x86_64: up to 64 bytes), cut to the
+        // string's bytes once.
+        for (index, block) in window.chunks_exact(BLOCK).enumerate() {
+            let (block_escapes, block_non_ascii) = masks(block.try_into().expect("blocks of 16 bytes"));
+            let shift = index as u32 * BLOCK as u32 * BITS_PER_BYTE;
+            escapes |= block_escapes << shift;
+            non_ascii |= block_non_ascii << shift;
+        }
+        let keep = u64::MAX
+            .checked_shr(64 - length as u32 * BITS_PER_BYTE)
+            .unwrap_or(0);
+        return (escapes & keep != 0, non_ascii & keep != 0);
+    }
     for (index, block) in window.chunks_exact(BLOCK).enumerate() {
         let (block_escapes, block_non_ascii) = masks(block.try_into().expect("blocks of 16 bytes"));
         let kept = length.saturating_sub(index * BLOCK).min(BLOCK) as u32 * BITS_PER_BYTE;
