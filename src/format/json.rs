@@ -284,7 +284,11 @@ impl Writer {
             }
             self.keys.add(key_hash_in(document, key_start, key_end));
             self.key(document, key_start, key_end, position > 4)?;
-            position = self.value(tag, document, key_end + 1, depth)?;
+            // Strings (most values) are written here, without the call to `value`.
+            position = match tag {
+                STRING => self.string_value(document, key_end + 1)?,
+                _ => self.value(tag, document, key_end + 1, depth)?,
+            };
         }
     }
 
@@ -347,6 +351,14 @@ impl Writer {
         Ok(())
     }
 
+    /// Writes the string value at `start`; returns where it ends.
+    #[inline(always)]
+    fn string_value(&mut self, bytes: &[u8], start: usize) -> Step<usize> {
+        let end = string_end(bytes, start)?;
+        self.string_in(bytes, start + 4, end - 1)?;
+        Ok(end)
+    }
+
     /// Writes the value of type `tag` starting at `start`; returns where it ends.
     fn value(&mut self, tag: u8, bytes: &[u8], start: usize, depth: usize) -> Step<usize> {
         let relaxed = self.format == JsonFormat::Relaxed;
@@ -355,11 +367,7 @@ impl Writer {
                 self.double(f64::from_le_bytes(fixed(bytes, start)?));
                 start + 8
             }
-            STRING => {
-                let end = string_end(bytes, start)?;
-                self.string_in(bytes, start + 4, end - 1)?;
-                end
-            }
+            STRING => self.string_value(bytes, start)?,
             DOCUMENT | ARRAY => {
                 let length = document_length(bytes, start)?;
                 if depth >= MAX_DEPTH {
@@ -469,7 +477,9 @@ impl Writer {
             0..=8 => self.short_string::<8>(bytes, start, length),
             9..=16 => self.short_string::<16>(bytes, start, length),
             17..=32 => self.short_string::<32>(bytes, start, length),
-            33..=64 => self.short_string::<64>(bytes, start, length),
+            33..=48 => self.short_string::<48>(bytes, start, length),
+            49..=64 => self.short_string::<64>(bytes, start, length),
+            65..=96 => self.short_string::<96>(bytes, start, length),
             _ => None,
         };
         done.unwrap_or_else(|| self.string(&bytes[start..], length))
@@ -1210,7 +1220,7 @@ mod tests {
             b"\x01",
             b"\"",
         ];
-        for length in 0..70 {
+        for length in 0..100 {
             for position in 0..=length {
                 for piece in pieces {
                     let mut text = vec![b'x'; length];
