@@ -198,6 +198,21 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
     return bytes
   }
 
+  /** Documents of non-ASCII text (over 16 KiB of JSON: several of the transcoder's batched UTF-8 checks). */
+  const nonAsciiDocuments = (count: number, seed: number) =>
+    Array.from({ length: count }, (_, n) =>
+      BSON.serialize({ n: n + seed, text: `naïve café ${n} 日本語 “${seed}” 🎉`, ['clé']: 'é' }),
+    )
+
+  /** BSON of `document` with one byte of the first `marker` (a key or a string) set to 0xff. */
+  function withInvalidByte(document: Document, marker: string): Buffer {
+    const bytes = Buffer.from(BSON.serialize(document))
+    const at = bytes.indexOf(marker)
+    if (at === -1) throw new Error(`no ${marker} in the document`)
+    bytes[at + 1] = 0xff
+    return bytes
+  }
+
   /** BSON of `document` with every key named `from` renamed `to` (same length): repeated keys. */
   function renamedKeys(document: Document, from: string, to: string): Buffer {
     const bytes = Buffer.from(BSON.serialize(document))
@@ -234,6 +249,14 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
           }),
         ],
         invalid: [BSON.serialize({ before: 1 }), invalidUtf8Document(), BSON.serialize({ after: 1 })],
+        // Invalid UTF-8 in a key, then in a value, each among valid non-ASCII documents.
+        invalidAmongNonAscii: [
+          ...nonAsciiDocuments(300, 0),
+          withInvalidByte({ n: -1, 'kéy with text': 'é' }, 'with'),
+          ...nonAsciiDocuments(300, 1000),
+          withInvalidByte({ n: -2, text: 'naïve text with an invalid byte' }, 'text with'),
+          ...nonAsciiDocuments(300, 2000),
+        ],
         // Same-shaped documents, then repeated keys at the top level and inside a nested document.
         repeatedKeys: [
           ...Array.from({ length: 3 }, (_, n) =>
@@ -349,6 +372,26 @@ describe('JSON from arbitrary BSON (replay server serving files)', () => {
         stringify[format](await reference('invalid', { enableUtf8Validation: false })),
       )
     }
+  })
+
+  it('invalid UTF-8 in a key or a value among non-ASCII documents: what the official driver gives', async () => {
+    // The transcoder checks the UTF-8 of many strings at once; the documents around the invalid
+    // ones stay its own text, the invalid ones render (or fail) as the official driver's.
+    for (const enableUtf8Validation of [true, false]) {
+      const official = await reference('invalidAmongNonAscii', { enableUtf8Validation }).catch(
+        (error: unknown) => error as Error,
+      )
+      for (const format of FORMATS) {
+        const ours = bench('invalidAmongNonAscii').findJson({}, { format, enableUtf8Validation })
+        if (official instanceof Error) await expect(ours).rejects.toThrow(official.message)
+        else expect((await ours).toString()).toBe(stringify[format](official))
+      }
+    }
+    // Without validation the invalid byte is U+FFFD in the text, as js-bson decodes it.
+    const text = (
+      await bench('invalidAmongNonAscii').findJson({}, { enableUtf8Validation: false })
+    ).toString()
+    expect(text).toContain('\uFFFD')
   })
 
   it('a 20,000-document result streams into a slow Writable, byte for byte', async () => {

@@ -60,10 +60,10 @@ describe('JSON text buffers', () => {
 describe('JSON strings', () => {
   it('are JSON.stringify text at every length, with an escape or a non-ASCII character anywhere', () => {
     // Lengths around the scan's 16-byte blocks, its overlapping last block and the short windows
-    // (8, 16, 32, 64 bytes); each special character at each position of each length.
+    // (8 to 96 bytes); each special character at each position of each length.
     const specials = ['"', '\\', '\n', '\u0000', '\u001f', '\u007f', 'é', '日', '🎉', '\u2028']
     const documents = []
-    for (let length = 0; length <= 80; length++) {
+    for (let length = 0; length <= 130; length++) {
       documents.push({ text: 'a'.repeat(length) })
       for (const special of specials) {
         for (let at = 0; at < length; at++) {

@@ -116,6 +116,22 @@ pub fn transcode(documents: &[&[u8]], format: JsonFormat) -> JsonBatch {
 /// A batch of one part. `after_another`: the part follows another, so its text starts with the
 /// comma between them.
 fn transcode_part(documents: &[&[u8]], format: JsonFormat, after_another: bool) -> JsonBatch {
+    transcode_checked(documents, format, after_another, Utf8Check::Batched).unwrap_or_else(|| {
+        // Some document holds invalid UTF-8 (rare: js-bson renders it, or throws): written again
+        // with each string checked, to find which.
+        transcode_checked(documents, format, after_another, Utf8Check::EachString)
+            .expect("each string checked as it is written")
+    })
+}
+
+/// `transcode_part` with strings' UTF-8 checked as `utf8` says; `None` when a batched check
+/// finds invalid UTF-8 in the text.
+fn transcode_checked(
+    documents: &[&[u8]],
+    format: JsonFormat,
+    after_another: bool,
+    utf8: Utf8Check,
+) -> Option<JsonBatch> {
     let bytes = documents.iter().map(|document| document.len()).sum::<usize>();
     let mut writer = Writer {
         out: text_buffer(expected_text_bytes(bytes)),
@@ -123,6 +139,9 @@ fn transcode_part(documents: &[&[u8]], format: JsonFormat, after_another: bool) 
         floats: ryu_js::Buffer::new(),
         integers: itoa::Buffer::new(),
         keys: KeySets::default(),
+        utf8,
+        checked_to: 0,
+        unchecked_non_ascii: false,
     };
     let (mut deferred, mut deferred_bson) = (Vec::new(), Vec::new());
     for (index, document) in documents.iter().enumerate() {
@@ -135,14 +154,36 @@ fn transcode_part(documents: &[&[u8]], format: JsonFormat, after_another: bool) 
             deferred.extend([mark, deferred_bson.len(), document.len()].map(|number| number as u32));
             deferred_bson.extend_from_slice(document);
         }
+        if writer.out.len() - writer.checked_to >= UTF8_CHECK_BYTES && !writer.check_utf8() {
+            return None;
+        }
+    }
+    if !writer.check_utf8() {
+        return None;
     }
     record_expansion(bytes, writer.out.len());
-    JsonBatch {
+    Some(JsonBatch {
         parts: vec![writer.out],
         deferred_bson,
         deferred,
-    }
+    })
 }
+
+/// How the UTF-8 of strings (keys and values) is checked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Utf8Check {
+    /// Each string holding a non-ASCII byte, as it is written.
+    EachString,
+    /// The text written, some kilobytes at a time, once a string with a non-ASCII byte is in it:
+    /// one call to the validator for many strings instead of one per string. Every string in the
+    /// text sits between quotes and its escapes are ASCII, and UTF-8 text split at ASCII bytes is
+    /// valid exactly when each piece is: the text is valid exactly when every string is.
+    Batched,
+}
+
+/// Text bytes written between batched UTF-8 checks: the validator's fixed cost (a fifth of a
+/// short string's, per call) spread over many strings, and the text still in cache when read again.
+const UTF8_CHECK_BYTES: usize = 16 * 1024;
 
 /// Text bytes per 1,024 BSON bytes of the last part transcoded (any format, any thread): the
 /// next part's buffer is sized from it. A fixed guess either wastes memory on string-heavy
@@ -191,9 +232,35 @@ struct Writer {
     floats: ryu_js::Buffer,
     integers: itoa::Buffer,
     keys: KeySets,
+    utf8: Utf8Check,
+    /// `out[..checked_to]` is known to be valid UTF-8 (`Utf8Check::Batched`).
+    checked_to: usize,
+    /// A string with a non-ASCII byte was written after `checked_to`.
+    unchecked_non_ascii: bool,
 }
 
 impl Writer {
+    /// Checks the text written since the last check when a non-ASCII string is in it; false if
+    /// it is not valid UTF-8.
+    fn check_utf8(&mut self) -> bool {
+        let valid = !self.unchecked_non_ascii || is_utf8(&self.out[self.checked_to..]);
+        self.checked_to = self.out.len();
+        self.unchecked_non_ascii = false;
+        valid
+    }
+
+    /// Notes `text`, a string with a non-ASCII byte: checked now (`Utf8Check::EachString`; an
+    /// invalid one defers the document) or with the text around it.
+    #[inline(always)]
+    fn non_ascii_string(&mut self, text: &[u8]) -> Step {
+        match self.utf8 {
+            Utf8Check::Batched => self.unchecked_non_ascii = true,
+            Utf8Check::EachString if !is_utf8(text) => return Err(Deferred),
+            Utf8Check::EachString => {}
+        }
+        Ok(())
+    }
+
     fn document(&mut self, document: &[u8], depth: usize) -> Step {
         self.out.push(b'{');
         let keys = self.keys.open(depth);
@@ -216,13 +283,46 @@ impl Writer {
                 return Err(Deferred);
             }
             self.keys.add(key_hash_in(document, key_start, key_end));
-            if position > 4 {
-                self.out.push(b',');
-            }
-            self.string_in(document, key_start, key_end)?;
-            self.out.push(b':');
-            position = self.value(tag, document, key_end + 1, depth)?;
+            self.key(document, key_start, key_end, position > 4)?;
+            // Strings (most values) are written here, without the call to `value`.
+            position = match tag {
+                STRING => self.string_value(document, key_end + 1)?,
+                _ => self.value(tag, document, key_end + 1, depth)?,
+            };
         }
+    }
+
+    /// Writes `"key":` for `bytes[start..end]`, after a comma unless `first`. A key of up to 8
+    /// bytes needing no escape nor check (most keys) is one 16-byte write of its word between
+    /// the punctuation, cut to its length.
+    #[inline(always)]
+    fn key(&mut self, bytes: &[u8], start: usize, end: usize, comma: bool) -> Step {
+        let length = end - start;
+        match word_at(bytes, start) {
+            Some(word) if length <= 8 && window_flags(&word.to_le_bytes(), length) == (false, false) => {
+                let quoted = u128::from(b'"')
+                    | u128::from(word & low_bytes(length)) << 8
+                    | u128::from(u16::from_le_bytes(*b"\":")) << (8 + 8 * length);
+                let text = if comma {
+                    u128::from(b',') | quoted << 8
+                } else {
+                    quoted
+                };
+                put_cut(
+                    &mut self.out,
+                    &text.to_le_bytes(),
+                    usize::from(comma) + length + 3,
+                );
+            }
+            _ => {
+                if comma {
+                    self.out.push(b',');
+                }
+                self.string_in(bytes, start, end)?;
+                self.out.push(b':');
+            }
+        }
+        Ok(())
     }
 
     fn array(&mut self, array: &[u8], depth: usize) -> Step {
@@ -251,6 +351,14 @@ impl Writer {
         Ok(())
     }
 
+    /// Writes the string value at `start`; returns where it ends.
+    #[inline(always)]
+    fn string_value(&mut self, bytes: &[u8], start: usize) -> Step<usize> {
+        let end = string_end(bytes, start)?;
+        self.string_in(bytes, start + 4, end - 1)?;
+        Ok(end)
+    }
+
     /// Writes the value of type `tag` starting at `start`; returns where it ends.
     fn value(&mut self, tag: u8, bytes: &[u8], start: usize, depth: usize) -> Step<usize> {
         let relaxed = self.format == JsonFormat::Relaxed;
@@ -259,11 +367,7 @@ impl Writer {
                 self.double(f64::from_le_bytes(fixed(bytes, start)?));
                 start + 8
             }
-            STRING => {
-                let end = string_end(bytes, start)?;
-                self.string_in(bytes, start + 4, end - 1)?;
-                end
-            }
+            STRING => self.string_value(bytes, start)?,
             DOCUMENT | ARRAY => {
                 let length = document_length(bytes, start)?;
                 if depth >= MAX_DEPTH {
@@ -373,49 +477,64 @@ impl Writer {
             0..=8 => self.short_string::<8>(bytes, start, length),
             9..=16 => self.short_string::<16>(bytes, start, length),
             17..=32 => self.short_string::<32>(bytes, start, length),
-            33..=64 => self.short_string::<64>(bytes, start, length),
+            33..=48 => self.short_string::<48>(bytes, start, length),
+            49..=64 => self.short_string::<64>(bytes, start, length),
+            65..=96 => self.short_string::<96>(bytes, start, length),
             _ => None,
         };
-        done.unwrap_or_else(|| self.string(&bytes[start..end]))
+        done.unwrap_or_else(|| self.string(&bytes[start..], length))
     }
 
     /// Writes the string of `length <= N` bytes at `start` if its window fits in `bytes` (`None`
-    /// if not): copied with the window when it needs no escaping, else validated and escaped as
-    /// the window's flags say, without a second look at its bytes.
+    /// if not): copied with the window when it needs no escaping, else escaped as the window's
+    /// flags say, without a second look at its bytes.
     #[inline(always)]
     fn short_string<const N: usize>(&mut self, bytes: &[u8], start: usize, length: usize) -> Option<Step> {
         let window = bytes
             .get(start..start + N)
             .and_then(|window| <&[u8; N]>::try_from(window).ok())?;
         let (escapes, non_ascii) = window_flags(window, length);
-        if escapes || non_ascii {
-            return Some(self.checked_string(&window[..length], escapes, non_ascii));
-        }
-        let mark = self.out.len();
-        self.out.reserve(N + 2);
-        self.out.push(b'"');
-        self.out.extend_from_slice(window);
-        self.out.truncate(mark + 1 + length);
-        self.out.push(b'"');
-        Some(Ok(()))
+        Some(self.flagged_string(&bytes[start..], window, length, escapes, non_ascii))
     }
 
-    /// A JSON string of `text` (a BSON string's bytes); invalid UTF-8 defers the document.
-    fn string(&mut self, text: &[u8]) -> Step {
-        let (escapes, non_ascii) = escapes_and_non_ascii(text);
-        self.checked_string(text, escapes, non_ascii)
-    }
-
-    /// A JSON string of `text`, which holds a byte to escape and a non-ASCII byte as the flags say.
-    fn checked_string(&mut self, text: &[u8], escapes: bool, non_ascii: bool) -> Step {
-        if non_ascii && !is_utf8(text) {
-            return Err(Deferred);
+    /// Writes the first `length` bytes of `window` (the start of `rest`), flagged as holding a
+    /// byte to escape and a non-ASCII byte as `escapes` and `non_ascii` say.
+    #[inline(always)]
+    fn flagged_string<const N: usize>(
+        &mut self,
+        rest: &[u8],
+        window: &[u8; N],
+        length: usize,
+        escapes: bool,
+        non_ascii: bool,
+    ) -> Step {
+        if non_ascii {
+            self.non_ascii_string(&window[..length])?;
         }
         if escapes {
-            self.escaped(text);
+            self.escaped(rest, length);
             return Ok(());
         }
-        // Printable ASCII or valid UTF-8 without a byte to escape, copied as is.
+        self.out.reserve(N + 2);
+        self.out.push(b'"');
+        put_cut(&mut self.out, window, length);
+        self.out.push(b'"');
+        Ok(())
+    }
+
+    /// A JSON string of the first `length` bytes of `bytes` (a BSON string's text, and the bytes
+    /// after it); invalid UTF-8 defers the document.
+    fn string(&mut self, bytes: &[u8], length: usize) -> Step {
+        let text = &bytes[..length];
+        let (escapes, non_ascii) = escapes_and_non_ascii(text);
+        if non_ascii {
+            self.non_ascii_string(text)?;
+        }
+        if escapes {
+            self.escaped(bytes, length);
+            return Ok(());
+        }
+        // Printable ASCII or UTF-8 without a byte to escape, copied as is.
         self.out.reserve(text.len() + 2);
         self.out.push(b'"');
         self.out.extend_from_slice(text);
@@ -423,50 +542,44 @@ impl Writer {
         Ok(())
     }
 
-    /// A JSON string of valid UTF-8 `bytes` escaped as `JSON.stringify` escapes it (U+2028/2029
-    /// stay raw, which JSON allows).
-    fn escaped(&mut self, bytes: &[u8]) {
-        self.out.reserve(bytes.len() + 2);
+    /// A JSON string of the first `length` bytes of `bytes`, valid UTF-8 (or checked later),
+    /// escaped as `JSON.stringify` escapes it (U+2028/2029 stay raw, which JSON allows). Sixteen
+    /// bytes at a time: each block is written whole and the text cut back to its first byte to
+    /// escape (fixed-size copies, no `memcpy` call per escape); the bytes after the string are
+    /// read, never written.
+    fn escaped(&mut self, bytes: &[u8], length: usize) {
+        self.out.reserve(length + 2);
         self.out.push(b'"');
-        let mut copied = 0;
         let mut index = 0;
-        while index < bytes.len() {
-            // Sixteen bytes at a time up to the next byte to escape (non-ASCII text included),
-            // then eight, then one by one.
-            if let Ok(block) = fixed::<{ scan::BLOCK }>(bytes, index) {
-                let first = scan::scan(&block).first_escape;
-                index += first;
-                if first == scan::BLOCK {
-                    continue;
-                }
-            } else if word_at(bytes, index).is_some_and(|word| !word_needs_escape(word)) {
-                index += 8;
-                continue;
-            }
-            let byte = bytes[index];
-            let escape = ESCAPES[usize::from(byte)];
-            if escape == 0 {
+        while index < length {
+            let block = block_at(bytes, index);
+            let first = scan::scan(&block).first_escape.min(length - index);
+            put_cut(&mut self.out, &block, first);
+            index += first;
+            if first < scan::BLOCK && index < length {
+                self.escape(bytes[index]);
                 index += 1;
-                continue;
             }
-            self.out.extend_from_slice(&bytes[copied..index]);
-            if escape == b'u' {
-                self.out.extend_from_slice(&[
-                    b'\\',
-                    b'u',
-                    b'0',
-                    b'0',
-                    HEX[usize::from(byte >> 4)],
-                    HEX[usize::from(byte & 15)],
-                ]);
-            } else {
-                self.out.extend_from_slice(&[b'\\', escape]);
-            }
-            index += 1;
-            copied = index;
         }
-        self.out.extend_from_slice(&bytes[copied..]);
         self.out.push(b'"');
+    }
+
+    /// The escape of a byte JSON escapes (control, quote, backslash).
+    #[inline(always)]
+    fn escape(&mut self, byte: u8) {
+        let escape = ESCAPES[usize::from(byte)];
+        if escape == b'u' {
+            self.out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(byte >> 4)],
+                HEX[usize::from(byte & 15)],
+            ]);
+        } else {
+            self.out.extend_from_slice(&[b'\\', escape]);
+        }
     }
 
     fn hex_byte(&mut self, byte: u8) {
@@ -837,6 +950,40 @@ static ESCAPES: [u8; 256] = {
     table
 };
 
+/// Appends the first `length` (at most `N`) bytes of `bytes` with one copy of all `N`: a
+/// fixed-size copy is a few vector moves, where `extend_from_slice` of a slice is a call (LLVM
+/// does not inline it in the large functions that write strings).
+#[inline(always)]
+fn put_cut<const N: usize>(out: &mut Vec<u8>, bytes: &[u8; N], length: usize) {
+    assert!(length <= N);
+    out.reserve(N);
+    let start = out.len();
+    for (slot, &byte) in out.spare_capacity_mut()[..N].iter_mut().zip(bytes) {
+        slot.write(byte);
+    }
+    // SAFETY: `length <= N` and the first `N` bytes of the spare capacity were just written.
+    unsafe { out.set_len(start + length) };
+}
+
+/// The sixteen bytes of `bytes` from `index` (below its length), padded with spaces (never
+/// escaped) where `bytes` ends first: the string's last block, when the document ends with it.
+#[inline(always)]
+fn block_at(bytes: &[u8], index: usize) -> [u8; scan::BLOCK] {
+    if let Ok(block) = fixed(bytes, index) {
+        return block;
+    }
+    let mut padded = [b' '; 2 * scan::BLOCK];
+    // The last block of `bytes` (or all of it) copied to the front, read from `index`.
+    let base = bytes.len().saturating_sub(scan::BLOCK).min(index);
+    let tail = &bytes[base..];
+    if tail.len() == scan::BLOCK {
+        padded[..scan::BLOCK].copy_from_slice(tail);
+    } else {
+        padded[..tail.len()].copy_from_slice(tail);
+    }
+    fixed(&padded, index - base).expect("a block within the padded copy")
+}
+
 /// Where the BSON string at `start` ends: its text is `start + 4` up to the zero byte before that.
 fn string_end(bytes: &[u8], start: usize) -> Step<usize> {
     let size = size_at(bytes, start)?;
@@ -888,14 +1035,6 @@ fn window_flags<const N: usize>(window: &[u8; N], length: usize) -> (bool, bool)
         return (escape_flags(word) & mask != 0, word & HIGHS & mask != 0);
     }
     scan::window_flags(window, length)
-}
-
-/// Whether eight bytes read as a little-endian word may hold a byte JSON escapes (control, quote,
-/// backslash); non-ASCII bytes are kept. A flag may be false only after a true one: a word so
-/// flagged is looked at byte by byte.
-#[inline(always)]
-fn word_needs_escape(word: u64) -> bool {
-    escape_flags(word) != 0
 }
 
 /// The high bit of each byte of a little-endian word that JSON escapes (control, quote,
@@ -1030,6 +1169,148 @@ mod tests {
             floats: ryu_js::Buffer::new(),
             integers: itoa::Buffer::new(),
             keys: KeySets::default(),
+            utf8: Utf8Check::EachString,
+            checked_to: 0,
+            unchecked_non_ascii: false,
+        }
+    }
+
+    /// A BSON document of string fields, from raw bytes (invalid UTF-8 included).
+    fn string_document(fields: &[(&[u8], &[u8])]) -> Vec<u8> {
+        let mut bytes = vec![0; 4];
+        for (key, value) in fields {
+            bytes.push(STRING);
+            bytes.extend_from_slice(key);
+            bytes.push(0);
+            bytes.extend_from_slice(&(value.len() as i32 + 1).to_le_bytes());
+            bytes.extend_from_slice(value);
+            bytes.push(0);
+        }
+        bytes.push(0);
+        let length = bytes.len() as i32;
+        bytes[..4].copy_from_slice(&length.to_le_bytes());
+        bytes
+    }
+
+    /// The text and deferred documents of one part, as (text, deferred).
+    fn part_of(documents: &[Vec<u8>], utf8: Option<Utf8Check>) -> (String, Vec<u32>) {
+        let documents: Vec<&[u8]> = documents.iter().map(Vec::as_slice).collect();
+        let batch = match utf8 {
+            Some(utf8) => transcode_checked(&documents, JsonFormat::Plain, false, utf8).unwrap(),
+            None => transcode_part(&documents, JsonFormat::Plain, false),
+        };
+        (String::from_utf8(batch.parts.concat()).unwrap(), batch.deferred)
+    }
+
+    /// A string with one byte (or sequence) at each position of the first 16-byte blocks, in a
+    /// value and in a key: valid UTF-8 written as `JSON.stringify` writes it, invalid UTF-8 (a
+    /// stray continuation byte, a truncated sequence, a surrogate, an overlong form) deferring
+    /// the document, in the batched check as in the check of each string.
+    #[test]
+    fn a_non_ascii_byte_anywhere_in_a_string_is_checked() {
+        let pieces: [&[u8]; 10] = [
+            "é".as_bytes(),
+            "日".as_bytes(),
+            "\u{2028}".as_bytes(),
+            b"\x80",
+            b"\xff",
+            b"\xe6\x97",
+            b"\xed\xa0\x80",
+            b"\xc0\xaf",
+            b"\x01",
+            b"\"",
+        ];
+        for length in 0..100 {
+            for position in 0..=length {
+                for piece in pieces {
+                    let mut text = vec![b'x'; length];
+                    text.splice(position..position, piece.iter().copied());
+                    let expected = std::str::from_utf8(&text)
+                        .ok()
+                        .map(|text| serde_json::to_string(text).unwrap());
+                    // The text as a value, as the first key and as a later key.
+                    for place in 0..3 {
+                        // Keys are cstrings: no zero byte in them.
+                        if place > 0 && text.contains(&0) {
+                            continue;
+                        }
+                        let document = match place {
+                            0 => string_document(&[(b"k", &text)]),
+                            1 => string_document(&[(&text, b"v")]),
+                            _ => string_document(&[(b"a", b"b"), (&text, b"v")]),
+                        };
+                        let wanted = match &expected {
+                            Some(json) => (
+                                match place {
+                                    0 => format!("{{\"k\":{json}}}"),
+                                    1 => format!("{{{json}:\"v\"}}"),
+                                    _ => format!("{{\"a\":\"b\",{json}:\"v\"}}"),
+                                },
+                                vec![],
+                            ),
+                            None => (String::new(), vec![0, 0, document.len() as u32]),
+                        };
+                        let documents = [document];
+                        for utf8 in [Some(Utf8Check::EachString), None] {
+                            assert_eq!(part_of(&documents, utf8), wanted, "{text:?} {place}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Batches of documents of random strings, some of them invalid UTF-8, over many batched
+    /// checks: the same text and the same deferred documents as with each string checked.
+    #[test]
+    fn batched_utf8_checks_defer_what_checks_of_each_string_defer() {
+        const PIECES: [&[u8]; 9] = [
+            b"ab",
+            b"\"",
+            b"\n",
+            "é".as_bytes(),
+            "🎉".as_bytes(),
+            "\u{2029}".as_bytes(),
+            b"\xff",
+            b"\xe6\x97",
+            b"\x80",
+        ];
+        let mut random = pseudo_random(7);
+        for invalid_one_in in [0, 1, 3, 50, 2000] {
+            let mut documents = Vec::new();
+            for _ in 0..3000 {
+                let mut next = || random.next().unwrap();
+                let mut strings = Vec::new();
+                for _ in 0..4 {
+                    let mut text = Vec::new();
+                    for _ in 0..next() % 30 {
+                        // Invalid pieces (the last three) only in one document in `invalid_one_in`.
+                        let choices = if invalid_one_in > 0 && next() % invalid_one_in == 0 {
+                            9
+                        } else {
+                            6
+                        };
+                        text.extend_from_slice(PIECES[(next() % choices) as usize]);
+                    }
+                    strings.push(text);
+                }
+                let keys: [&[u8]; 2] = [b"a", &strings[0]];
+                documents.push(string_document(&[
+                    (keys[0], &strings[1]),
+                    (
+                        if strings[0].is_empty() { &b"b"[..] } else { keys[1] },
+                        &strings[2],
+                    ),
+                    (b"c", &strings[3]),
+                ]));
+            }
+            let batched = part_of(&documents, None);
+            let each = part_of(&documents, Some(Utf8Check::EachString));
+            assert_eq!(batched, each, "{invalid_one_in}");
+            if invalid_one_in == 0 || invalid_one_in >= 50 {
+                assert!(batched.0.len() > 4 * UTF8_CHECK_BYTES, "{invalid_one_in}");
+            }
+            assert_eq!(batched.1.is_empty(), invalid_one_in == 0, "{invalid_one_in}");
         }
     }
 
@@ -1202,7 +1483,7 @@ mod tests {
             });
             let word = u64::from_le_bytes(bytes);
             let escapes = bytes.iter().any(|&byte| ESCAPES[usize::from(byte)] != 0);
-            assert_eq!(word_needs_escape(word), escapes, "{bytes:?}");
+            assert_eq!(escape_flags(word) != 0, escapes, "{bytes:?}");
             // A window of 8 (`window_flags`): its first `length` bytes only.
             for length in 0..=8 {
                 let text = &bytes[..length];

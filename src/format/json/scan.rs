@@ -27,6 +27,36 @@ pub fn scan(block: &[u8; BLOCK]) -> Found {
 /// escapes, and whether they hold a non-ASCII byte; the bytes after them are ignored.
 #[inline(always)]
 pub fn window_flags<const N: usize>(window: &[u8; N], length: usize) -> (bool, bool) {
+    let bits = N as u32 * BITS_PER_BYTE;
+    if bits <= 64 {
+        // The blocks' masks side by side in one word (x86_64: up to 64 bytes), cut to the
+        // string's bytes once.
+        let (mut escapes, mut non_ascii) = (0, 0);
+        for (index, block) in window.chunks_exact(BLOCK).enumerate() {
+            let (block_escapes, block_non_ascii) = masks(block.try_into().expect("blocks of 16 bytes"));
+            let shift = index as u32 * BLOCK as u32 * BITS_PER_BYTE;
+            escapes |= block_escapes << shift;
+            non_ascii |= block_non_ascii << shift;
+        }
+        let keep = u64::MAX
+            .checked_shr(64 - length as u32 * BITS_PER_BYTE)
+            .unwrap_or(0);
+        return (escapes & keep != 0, non_ascii & keep != 0);
+    }
+    if bits <= 128 {
+        // The same in two words (x86_64: up to 128 bytes).
+        let (mut escapes, mut non_ascii) = (0u128, 0u128);
+        for (index, block) in window.chunks_exact(BLOCK).enumerate() {
+            let (block_escapes, block_non_ascii) = masks(block.try_into().expect("blocks of 16 bytes"));
+            let shift = index as u32 * BLOCK as u32 * BITS_PER_BYTE;
+            escapes |= u128::from(block_escapes) << shift;
+            non_ascii |= u128::from(block_non_ascii) << shift;
+        }
+        let keep = u128::MAX
+            .checked_shr(128 - length as u32 * BITS_PER_BYTE)
+            .unwrap_or(0);
+        return (escapes & keep != 0, non_ascii & keep != 0);
+    }
     let (mut escapes, mut non_ascii) = (0, 0);
     for (index, block) in window.chunks_exact(BLOCK).enumerate() {
         let (block_escapes, block_non_ascii) = masks(block.try_into().expect("blocks of 16 bytes"));
@@ -131,31 +161,36 @@ mod tests {
         )
     }
 
+    /// Windows of 16 to 128 bytes (one to two words of masks, or per block), at every length.
     #[test]
     fn window_flags_see_only_the_first_bytes() {
+        fn check<const N: usize>(window: &[u8; 128], length: usize, label: &str) {
+            if length <= N {
+                let window: &[u8; N] = window[..N].try_into().unwrap();
+                assert_eq!(
+                    window_flags(window, length),
+                    expected_flags(window, length),
+                    "{N} {label}"
+                );
+            }
+        }
         let interesting = [0x00, 0x1f, 0x20, b'"', b'\\', b'a', 0x7f, 0x80, 0xff];
-        for length in 0..=64 {
-            for position in 0..64 {
+        for length in 0..=128 {
+            for position in 0..128 {
                 for &byte in &interesting {
                     // One byte set at `position`, and the byte after the text flagged too.
-                    let mut window = [b'x'; 64];
+                    let mut window = [b'x'; 128];
                     window[position] = byte;
-                    if length < 64 {
+                    if length < 128 {
                         window[length] = if byte >= 0x80 { b'"' } else { 0x80 };
                     }
-                    assert_eq!(
-                        window_flags(&window, length),
-                        expected_flags(&window, length),
-                        "{length} {position} {byte}"
-                    );
-                    let half: [u8; 32] = window[..32].try_into().unwrap();
-                    if length <= 32 {
-                        assert_eq!(
-                            window_flags(&half, length),
-                            expected_flags(&half, length),
-                            "{length} {position} {byte}"
-                        );
-                    }
+                    let label = format!("{length} {position} {byte}");
+                    check::<16>(&window, length, &label);
+                    check::<32>(&window, length, &label);
+                    check::<48>(&window, length, &label);
+                    check::<64>(&window, length, &label);
+                    check::<96>(&window, length, &label);
+                    check::<128>(&window, length, &label);
                 }
             }
         }
