@@ -31,6 +31,7 @@ type AnyStream = {
   next(): Promise<Document>
   tryNext(): Promise<Document | null>
   hasNext(): Promise<boolean>
+  bufferedCount(): number
   close(): Promise<void>
   on(event: string, listener: (...args: any[]) => void): unknown
   resumeToken: unknown
@@ -447,6 +448,41 @@ describe('watch() against the official driver on a fake replica-set primary', ()
       .filter((command) => 'aggregate' in command)
       .map((command) => command.pipeline[0].$changeStream)
     expect(stages).toEqual([{}, { resumeAfter: { _data: 'pb600' } }])
+  })
+
+  it("counts and resumes by the whole reply when getMore replies are handed over in parts, as the official driver's", async () => {
+    // Over 128 KiB each: rumongo hands the first reply and each getMore's over in parts (JS
+    // decodes the first events while the rest is encoded). bufferedCount() is still the whole
+    // reply's, the token moves to postBatchResumeToken only after the reply's last event, and a
+    // resume after the next getMore failed starts there.
+    const events = Array.from({ length: 1300 }, (_, n) => itemInserted(n))
+    const seen = await both(
+      {
+        events,
+        batchSize: 600,
+        firstBatchSize: 600,
+        fault: (name, count) => (name === 'getMore' && count === 2 ? CLOSE_CONNECTION : undefined),
+      },
+      watchItems(),
+      async (stream) => {
+        const read: unknown[] = [stream.bufferedCount()]
+        for (let n = 0; n < events.length; n++) {
+          const event = await stream.next()
+          read.push([event._id, stream.bufferedCount(), stream.resumeToken])
+        }
+        return read
+      },
+    )
+    expectSame(seen)
+    const read = seen.rumongo.result as [unknown, number, unknown][]
+    expect(read[1]).toEqual([eventToken(0), 599, eventToken(0)])
+    expect(read[601]).toEqual([eventToken(600), 599, eventToken(600)])
+    expect(read[1199]).toEqual([eventToken(1198), 1, eventToken(1198)])
+    expect(read[1200]).toEqual([eventToken(1199), 0, { _data: 'pb1200' }])
+    const stages = seen.rumongo.wire
+      .filter((command) => 'aggregate' in command)
+      .map((command) => command.pipeline[0].$changeStream)
+    expect(stages).toEqual([{}, { resumeAfter: { _data: 'pb1200' } }])
   })
 
   it('ends after an invalidate event as the official driver (the server closed the cursor)', async () => {

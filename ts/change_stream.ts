@@ -206,8 +206,19 @@ class ChangeStreamCursor {
   #read: () => Document = NO_EVENT
   /** Events of the batch in hand not read yet. */
   #left = 0
-  /** How many of the next native batches hold more of the reply already fetched (its first). */
+  /**
+   * How many of the next native batches hold more of the reply already fetched, and how many
+   * events they hold: a reply over 128 KiB is handed over in parts, so that JS decodes the first
+   * events while the rest is encoded (`nextBatch(true)`); the stream still counts and resumes by
+   * the whole reply, as the official driver's.
+   */
   #partsLeft = 0
+  #partsEventsLeft = 0
+  /**
+   * The next part of the reply in hand, asked for as soon as the part before it came: it is
+   * fetched already (no command goes to the server), so it is ready once JS has read this one.
+   */
+  #nextPart: Promise<DocumentBatch | null> | null = null
   /** Until the first reply is read whole: its `operationTime` is where an unset stream starts. */
   #firstReply = true
   #id: Long | undefined = undefined
@@ -254,8 +265,9 @@ class ChangeStreamCursor {
     return this.#state === 'closed' || (this.#state === 'dead' && this.bufferedCount() === 0)
   }
 
+  /** The events of the reply in hand not returned yet, as the official driver counts them. */
   bufferedCount(): number {
-    return this.#left
+    return this.#left + this.#partsEventsLeft
   }
 
   /** The next event of the batch in hand (there is one). */
@@ -282,7 +294,7 @@ class ChangeStreamCursor {
    * reply) is read, else the event's `_id`.
    */
   cacheResumeToken(token: ResumeToken): void {
-    if (this.bufferedCount() === 0 && this.#partsLeft === 0 && this.#postBatchResumeToken) {
+    if (this.bufferedCount() === 0 && this.#postBatchResumeToken) {
       this.#setResumeToken(this.#postBatchResumeToken)
     } else {
       this.#setResumeToken(token)
@@ -294,7 +306,7 @@ class ChangeStreamCursor {
   async next(): Promise<Document | null> {
     this.#throwIfClosed()
     for (;;) {
-      if (this.bufferedCount() > 0) return this.#shift()
+      if (this.#left > 0) return this.#shift()
       if (this.#state === 'dead') return null
       await this.#fetch()
       if (this.#state === 'closed') return null
@@ -307,17 +319,17 @@ class ChangeStreamCursor {
    * in between (each costs the event loop a turn of the microtask queue, per event).
    */
   takeBuffered(): Document | null {
-    if (this.#state === 'closed' || this.bufferedCount() === 0) return null
+    if (this.#state === 'closed' || this.#left === 0) return null
     return this.#shift()
   }
 
   /** The next event if one is buffered or comes with one more batch, else null. */
   async tryNext(): Promise<Document | null> {
     this.#throwIfClosed()
-    if (this.bufferedCount() > 0) return this.#shift()
+    if (this.#left > 0) return this.#shift()
     if (this.#state === 'dead') return null
     await this.#fetch()
-    return this.bufferedCount() > 0 ? this.#shift() : null
+    return this.#left > 0 ? this.#shift() : null
   }
 
   async hasNext(): Promise<boolean> {
@@ -402,9 +414,11 @@ class ChangeStreamCursor {
       this.#died()
       return
     }
+    const nextPart = this.#nextPart
+    this.#nextPart = null
     let batch: DocumentBatch | null
     try {
-      batch = await callNative(() => native.nextBatch())
+      batch = await (nextPart ?? callNative(() => native.nextBatch(true)))
     } catch (error) {
       // The native cursor is gone (killed on the server), as the official cursor after a failure.
       if (this.#state === 'open') this.#died()
@@ -422,6 +436,13 @@ class ChangeStreamCursor {
     }
     if (batch.cursorId !== undefined) this.#id = Long.fromBigInt(batch.cursorId)
     this.#partsLeft = batch.replyPartsLeft
+    this.#partsEventsLeft = batch.replyDocumentsLeft
+    const native = this.#native
+    if (this.#partsLeft > 0 && native !== null) {
+      this.#nextPart = callNative(() => native.nextBatch(true))
+      // Read (and its failure thrown) when this part is; dropped unread if the cursor closes first.
+      this.#nextPart.catch(() => {})
+    }
     const fields: ResumeFields | undefined = batch.resumeFields
       ? (BSON.deserialize(batch.resumeFields) as ResumeFields)
       : undefined
@@ -456,6 +477,8 @@ class ChangeStreamCursor {
     this.#state = 'dead'
     this.#read = NO_EVENT
     this.#left = 0
+    this.#partsEventsLeft = 0
+    this.#nextPart = null
     this.#emitClose()
   }
 
@@ -473,6 +496,8 @@ class ChangeStreamCursor {
     this.#state = 'closed'
     this.#read = NO_EVENT
     this.#left = 0
+    this.#partsEventsLeft = 0
+    this.#nextPart = null
     try {
       if (native) await callNative(() => native.close())
     } finally {
