@@ -15,7 +15,8 @@
  *
  * Unlike other cursors, a change stream fetches nothing ahead: each getMore waits on the server
  * for new events, and one in flight when the stream resumes or closes would be a command the
- * official driver never sends.
+ * official driver never sends. What overlaps instead is the encoding: a reply over 128 KiB comes in
+ * parts (`nextBatch(true)`), so JS builds the first events while Rust encodes the rest.
  * @module
  */
 import { Readable } from 'node:stream'
