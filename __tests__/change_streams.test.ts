@@ -485,6 +485,30 @@ describe('watch() against the official driver on a fake replica-set primary', ()
     expect(stages).toEqual([{}, { resumeAfter: { _data: 'pb1200' } }])
   })
 
+  it('close() in the middle of a reply handed over in parts sends no other command and kills the cursor, as the official driver', async () => {
+    // The next part is asked for as soon as a part comes: it is fetched already, so closing with
+    // it pending sends nothing but killCursors, and close() does not wait for it.
+    const events = Array.from({ length: 1300 }, (_, n) => itemInserted(n))
+    const seen = await both({ events, batchSize: 600, firstBatchSize: 600 }, watchItems(), async (stream) => {
+      const ids = (await nextN(stream, 650)).map((event) => event._id)
+      await stream.close()
+      return [
+        ids,
+        stream.closed,
+        await stream.next().then(
+          () => 'resolved',
+          (error: unknown) => failure(error),
+        ),
+      ]
+    })
+    expectSame(seen)
+    expect(seen.rumongo.wire.map((command) => Object.keys(command)[0])).toEqual([
+      'aggregate',
+      'getMore',
+      'killCursors',
+    ])
+  })
+
   it('ends after an invalidate event as the official driver (the server closed the cursor)', async () => {
     const script = {
       events: [
