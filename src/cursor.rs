@@ -258,8 +258,9 @@ impl SharedCursor {
             self.end(&mut reads, CursorState::Done);
         }
         // Ticket 0 reads the first reply (tickets are served in order, and nothing is pending
-        // before it), and a read `in_parts` a reply nobody asked for more after (nothing else is
-        // pending either): encoded in parts, see `encode_reply_in_parts`.
+        // before it), and a read `in_parts` a change stream's getMore reply (its reader asks for
+        // nothing ahead, so nothing is pending either): encoded in parts, see
+        // `encode_reply_in_parts`.
         if ticket == 0 || in_parts {
             let (encode_first, rest) = encode_reply_in_parts(batch, output, last, keep)?;
             reads.pending = rest;
@@ -279,6 +280,7 @@ impl SharedCursor {
         self.end(&mut reads, CursorState::ClientClosed);
         reads.pending.clear();
     }
+
     /// The owner's `close()`: ends the reads in flight (see `read`), then kills the server cursor
     /// if it may still be open and resolves once the server answered the killCursors, or after
     /// `KILL_WAIT`, as the official driver's `close()` awaits its killCursors. A process that
