@@ -38,6 +38,7 @@ import { TypedEventEmitter } from './events.js'
 import { DOCUMENTS, documentReader } from './format/index.js'
 import type { DocumentBatch, NativeCursor } from './native.cjs'
 import { AGGREGATE, resolveOperationOptions, type AggregateOptions, type OperationSpec } from './options.js'
+import type { ClientCursor } from './active_cursors.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { describe, isPlainObject } from './validate.js'
 
@@ -184,7 +185,7 @@ interface ResumeFields {
  * One aggregate of a change stream and its getMores: the official `ChangeStreamCursor`. A resume
  * replaces it with a new one built from `resumeOptions`.
  */
-class ChangeStreamCursor {
+class ChangeStreamCursor implements ClientCursor {
   readonly #source: CursorSource
   readonly #scope: ChangeStreamScope
   readonly #pipeline: Document[]
@@ -196,7 +197,14 @@ class ChangeStreamCursor {
   /** Whether an event was returned (then `startAfter` resumes as `resumeAfter`). */
   #hasReceived = false
   #postBatchResumeToken: ResumeToken | undefined = undefined
-  #state: 'new' | 'open' | 'dead' | 'closed' = 'new'
+  /**
+   * `killed`: its client closed (`MongoClient.close()`), which killed the server cursor. The events
+   * buffered stay counted (`bufferedCount()`), but every read throws `MongoCursorExhaustedError`,
+   * as the official cursor's, whose id is then 0.
+   */
+  #state: 'new' | 'open' | 'dead' | 'killed' | 'closed' = 'new'
+  /** Takes it out of its client's active cursors (see `#open`). */
+  #untrack: () => void = () => {}
   #native: NativeCursor | null = null
   #decode: ((batch: DocumentBatch) => () => Document) | null = null
   /**
@@ -263,7 +271,8 @@ class ChangeStreamCursor {
   }
 
   get closed(): boolean {
-    return this.#state === 'closed' || (this.#state === 'dead' && this.bufferedCount() === 0)
+    if (this.#state === 'closed') return true
+    return (this.#state === 'dead' || this.#state === 'killed') && this.bufferedCount() === 0
   }
 
   /** The events of the reply in hand not returned yet, as the official driver counts them. */
@@ -311,6 +320,7 @@ class ChangeStreamCursor {
       if (this.#state === 'dead') return null
       await this.#fetch()
       if (this.#state === 'closed') return null
+      this.#throwIfClosed()
     }
   }
 
@@ -320,7 +330,7 @@ class ChangeStreamCursor {
    * in between (each costs the event loop a turn of the microtask queue, per event).
    */
   takeBuffered(): Document | null {
-    if (this.#state === 'closed' || this.#left === 0) return null
+    if (this.#state === 'closed' || this.#state === 'killed' || this.#left === 0) return null
     return this.#shift()
   }
 
@@ -334,17 +344,18 @@ class ChangeStreamCursor {
   }
 
   async hasNext(): Promise<boolean> {
-    if (this.#state === 'closed') return false
     for (;;) {
+      // As the official cursor's once its id is 0: no more, even with events buffered.
+      if (this.#state === 'closed' || this.#state === 'killed') return false
       if (this.bufferedCount() > 0) return true
       if (this.#state !== 'new' && this.#state !== 'open') return false
       await this.#fetch()
     }
   }
 
-  /** After close() (or once the cursor ended), reading is an error, as the official cursor's. */
+  /** After close() or the client's, reading is an error, as the official cursor's. */
   #throwIfClosed(): void {
-    if (this.#state === 'closed') throw new MongoCursorExhaustedError()
+    if (this.#state === 'closed' || this.#state === 'killed') throw new MongoCursorExhaustedError()
   }
 
   /** Runs the aggregate and/or one getMore (or reads the next part of the first reply). */
@@ -405,6 +416,8 @@ class ChangeStreamCursor {
       return
     }
     this.#native = opened.cursor ?? null
+    // Open on the server: the client's close() closes it, as the official driver's.
+    if (this.#native) this.#untrack = this.#source.activeCursors.add(this)
     this.#decode = documentReader(bson)
     this.#take(opened.firstBatch ?? null)
   }
@@ -484,9 +497,20 @@ class ChangeStreamCursor {
   }
 
   #emitClose(): void {
+    // Done with the server cursor: its client's close() has nothing left to close.
+    this.#untrack()
     if (this.#closeEmitted) return
     this.#closeEmitted = true
     this.#emit('close')
+  }
+
+  /** Its client closed: the native client's close kills the server cursor. */
+  closedByClient(): void {
+    if (this.#state !== 'open') return
+    this.#native = null
+    this.#nextPart = null
+    this.#state = 'killed'
+    this.#emitClose()
   }
 
   /** Kills the server cursor if open; resolves once the server answered (or after a bound). */

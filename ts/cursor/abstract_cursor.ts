@@ -5,6 +5,7 @@
  */
 import { Readable } from 'node:stream'
 import { Long, type Document } from 'bson'
+import type { ActiveCursors } from '../active_cursors.js'
 import type { ResolvedBSONOptions } from '../bson.js'
 import { DOCUMENTS, type BatchFormat } from '../format/index.js'
 import {
@@ -45,6 +46,8 @@ export interface CursorSource {
   /** The read preference and read concern of the collection or database the cursor reads. */
   readPreference: ReadPreference
   readConcern: ReadConcern | undefined
+  /** The client's cursors that its `close()` closes (a change stream's, so far). */
+  activeCursors: ActiveCursors
 }
 
 /** `failed`: a read failed; every later read rejects instead of passing for the end of the results. */
