@@ -208,6 +208,11 @@ describe('timeoutMS expiring mid-read (getMores of 100 ms, a cursor that never e
 describe('client.close() during a read (getMores of 50 ms, a cursor that never ends)', () => {
   const script = { total: Infinity, batchSize: 10, getMoreDelayMS: 50 }
   const closedClient = /^(MongoClientClosedError|MongoNotConnectedError)$/
+  /**
+   * pipeJson reads a find cursor, which the client's close() closes as the official driver's: a
+   * read started after it throws MongoCursorExhaustedError; one in flight, the closed client's error.
+   */
+  const closedCursor = /^(MongoClientClosedError|MongoNotConnectedError|MongoCursorExhaustedError)$/
 
   /**
    * A Writable that closes `client` 20 ms after its first chunk, which it takes 100 ms to write:
@@ -233,7 +238,7 @@ describe('client.close() during a read (getMores of 50 ms, a cursor that never e
         : items.pipeArrow({}, { rowsPerBatch: 10 }, destination)
     const { value, error } = await outcome(piped)
     expect(value).toBeUndefined()
-    expect(error?.name).toMatch(closedClient)
+    expect(error?.name).toMatch(method === 'pipeJson' ? closedCursor : closedClient)
   })
 
   it('an Arrow cursor rejects, then MongoCursorExhaustedError', async () => {

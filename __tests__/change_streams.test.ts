@@ -11,7 +11,7 @@ import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { Decimal128, Long, ObjectId, Timestamp, type Document } from 'bson'
 import { MongoClient as OfficialClient } from 'mongodb'
-import { MongoClient } from 'rumongo'
+import { MongoClient, MongoCursorExhaustedError } from 'rumongo'
 import { CLOSE_CONNECTION, type WireReply } from './setup/wire_server.js'
 import {
   eventToken,
@@ -31,6 +31,7 @@ type AnyStream = {
   next(): Promise<Document>
   tryNext(): Promise<Document | null>
   hasNext(): Promise<boolean>
+  bufferedCount(): number
   close(): Promise<void>
   on(event: string, listener: (...args: any[]) => void): unknown
   resumeToken: unknown
@@ -449,6 +450,65 @@ describe('watch() against the official driver on a fake replica-set primary', ()
     expect(stages).toEqual([{}, { resumeAfter: { _data: 'pb600' } }])
   })
 
+  it("counts and resumes by the whole reply when getMore replies are handed over in parts, as the official driver's", async () => {
+    // Over 128 KiB each: rumongo hands the first reply and each getMore's over in parts (JS
+    // decodes the first events while the rest is encoded). bufferedCount() is still the whole
+    // reply's, the token moves to postBatchResumeToken only after the reply's last event, and a
+    // resume after the next getMore failed starts there.
+    const events = Array.from({ length: 1300 }, (_, n) => itemInserted(n))
+    const seen = await both(
+      {
+        events,
+        batchSize: 600,
+        firstBatchSize: 600,
+        fault: (name, count) => (name === 'getMore' && count === 2 ? CLOSE_CONNECTION : undefined),
+      },
+      watchItems(),
+      async (stream) => {
+        const read: unknown[] = [stream.bufferedCount()]
+        for (let n = 0; n < events.length; n++) {
+          const event = await stream.next()
+          read.push([event._id, stream.bufferedCount(), stream.resumeToken])
+        }
+        return read
+      },
+    )
+    expectSame(seen)
+    const read = seen.rumongo.result as [unknown, number, unknown][]
+    expect(read[1]).toEqual([eventToken(0), 599, eventToken(0)])
+    expect(read[601]).toEqual([eventToken(600), 599, eventToken(600)])
+    expect(read[1199]).toEqual([eventToken(1198), 1, eventToken(1198)])
+    expect(read[1200]).toEqual([eventToken(1199), 0, { _data: 'pb1200' }])
+    const stages = seen.rumongo.wire
+      .filter((command) => 'aggregate' in command)
+      .map((command) => command.pipeline[0].$changeStream)
+    expect(stages).toEqual([{}, { resumeAfter: { _data: 'pb1200' } }])
+  })
+
+  it('close() in the middle of a reply handed over in parts sends no other command and kills the cursor, as the official driver', async () => {
+    // The next part is asked for as soon as a part comes: it is fetched already, so closing with
+    // it pending sends nothing but killCursors, and close() does not wait for it.
+    const events = Array.from({ length: 1300 }, (_, n) => itemInserted(n))
+    const seen = await both({ events, batchSize: 600, firstBatchSize: 600 }, watchItems(), async (stream) => {
+      const ids = (await nextN(stream, 650)).map((event) => event._id)
+      await stream.close()
+      return [
+        ids,
+        stream.closed,
+        await stream.next().then(
+          () => 'resolved',
+          (error: unknown) => failure(error),
+        ),
+      ]
+    })
+    expectSame(seen)
+    expect(seen.rumongo.wire.map((command) => Object.keys(command)[0])).toEqual([
+      'aggregate',
+      'getMore',
+      'killCursors',
+    ])
+  })
+
   it('ends after an invalidate event as the official driver (the server closed the cursor)', async () => {
     const script = {
       events: [
@@ -529,6 +589,85 @@ describe('watch() against the official driver on a fake replica-set primary', ()
       ['error', 'MongoClientClosedError'],
       true,
     ])
+  })
+
+  it("client.close() with events buffered: every read then fails as the official driver's (its active cursors closed), 'close' at once", async () => {
+    const outcome = (promise: Promise<unknown>) =>
+      promise.then(
+        (value) => ['resolved', (value as Document | null)?.documentKey ?? value],
+        (error: unknown) => {
+          const { name, message } = error as Error
+          return ['rejected', name, message]
+        },
+      )
+    const reads = {
+      next: (stream: AnyStream) => outcome(stream.next()),
+      tryNext: (stream: AnyStream) => outcome(stream.tryNext()),
+      hasNext: (stream: AnyStream) => outcome(stream.hasNext()),
+      'for await': async (stream: AnyStream) => {
+        const seen: unknown[] = []
+        try {
+          for await (const change of stream as AnyStream & AsyncIterable<Document>)
+            seen.push(change.documentKey)
+          return ['ended', seen]
+        } catch (error) {
+          const { name, message } = error as Error
+          return ['rejected', seen, name, message]
+        }
+      },
+    }
+    const logs: Record<string, unknown[]> = {}
+    for (const driver of ['official', 'rumongo'] as const) {
+      for (const [read, first] of Object.entries(reads)) {
+        // The getMore brings 4 events: one is read, 3 stay buffered when the client closes.
+        const server = await startChangeStreamServer({ events: EVENTS, batchSize: 4 })
+        const client = driver === 'official' ? new OfficialClient(server.uri) : new MongoClient(server.uri)
+        try {
+          const stream = watchItems([], { maxAwaitTimeMS: 50 })(client)
+          const log: unknown[] = []
+          for (const event of ['close', 'end', 'error', 'resumeTokenChanged'])
+            stream.on(event, (argument) => log.push([event, argument?.name ?? argument]))
+          log.push((await stream.next()).documentKey, stream.bufferedCount())
+          await client.close()
+          log.push('client closed', stream.closed, stream.bufferedCount())
+          log.push(await first(stream), stream.closed)
+          // Then as after the stream's own close().
+          log.push(await outcome(stream.next()), await outcome(stream.hasNext()), stream.closed)
+          logs[`${driver} ${read}`] = [...log, wire(server), server.killed.map(String)]
+        } finally {
+          await client.close()
+          await server.stop()
+        }
+      }
+    }
+    for (const read of Object.keys(reads)) {
+      expectIdentical(logs[`rumongo ${read}`], logs[`official ${read}`])
+    }
+    const next = logs['rumongo next']!
+    const closed = next.indexOf('client closed')
+    // 'close' as the client closes; the stream not closed yet, its 3 events buffered, not returned.
+    expect(next.slice(closed - 1, closed + 4)).toEqual([
+      ['close', undefined],
+      'client closed',
+      false,
+      3,
+      ['rejected', 'MongoCursorExhaustedError', 'Cursor is exhausted'],
+    ])
+    // The official error has no code; rumongo's errors all have one.
+    const exhausted = await (async () => {
+      const server = await startChangeStreamServer({ events: EVENTS, batchSize: 4 })
+      const client = new MongoClient(server.uri)
+      try {
+        const stream = watchItems()(client)
+        await stream.next()
+        await client.close()
+        return await stream.tryNext().catch((error: unknown) => error)
+      } finally {
+        await server.stop()
+      }
+    })()
+    expect(exhausted).toBeInstanceOf(MongoCursorExhaustedError)
+    expect(exhausted).toMatchObject({ code: 'ERR_CURSOR_EXHAUSTED' })
   })
 
   it('close() kills the server cursor, and a process with an open stream exits', async () => {

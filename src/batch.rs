@@ -65,9 +65,9 @@ pub async fn encode_batch(
 
 /// Encodes a reply larger than `INLINE_ENCODE_BYTES` as several batches, in order: a small first
 /// one on this tokio worker, which JS can decode while the rayon pool encodes the others (about
-/// `INLINE_ENCODE_BYTES` each) in parallel. For a cursor's first reply, where JS has nothing else
-/// to do: encoding a whole 1,000-document reply before JS may start took longer than decoding it
-/// in JS. Returns what encodes the first batch (and then starts the others), and the others.
+/// `INLINE_ENCODE_BYTES` each) in parallel. For a reply JS waits for with nothing else to do: a
+/// cursor's first, and every reply of a change stream, which reads nothing ahead. Encoding a whole
+/// 1,000-document reply before JS may start took longer than decoding it in JS. Returns what encodes the first batch (and then starts the others), and the others.
 pub fn encode_reply_in_parts(
     batch: RawBatch,
     output: BatchOutput,
@@ -101,13 +101,19 @@ pub fn encode_reply_in_parts(
     let cursor_id = reply_cursor_id(&batch)?;
     let has_more = !last && cursor_id != 0;
     let count = parts.len();
+    // How many documents the parts after each one hold (what a change stream counts as buffered).
+    let mut documents_after = vec![0u32; count];
+    for index in (0..count.saturating_sub(1)).rev() {
+        documents_after[index] = documents_after[index + 1] + parts[index + 1].len() as u32;
+    }
     // Only on the last part: the token stands for the point after the reply's last document.
     let mut resume = resume_fields(&batch);
     let mut last_part_fields = move |index: usize| (index + 1 == count).then(|| resume.take()).flatten();
-    let finish = move |encoded: Result<DocumentBatch>, index: usize, resume: Option<Vec<u8>>| {
+    let finish = move |encoded: Result<DocumentBatch>, index: usize, resume: Option<Vec<u8>>, after: u32| {
         encoded.map(|batch| DocumentBatch {
             has_more: has_more || index + 1 < count,
             reply_parts_left: (count - index - 1) as u32,
+            reply_documents_left: after,
             cursor_id: Some(cursor_id.into()),
             resume_fields: resume.map(Bytes),
             ..batch
@@ -131,11 +137,11 @@ pub fn encode_reply_in_parts(
     // needed (a 50-document part waited up to 1 ms).
     let encode_first = move || {
         let first_fields = last_part_fields(0);
-        let first = catching_panics(|| finish(encode(&first_part), 0, first_fields));
+        let first = catching_panics(|| finish(encode(&first_part), 0, first_fields, documents_after[0]));
         for ((index, ranges), sender) in senders {
             let encode = encode.clone();
-            let fields = last_part_fields(index);
-            send_from_rayon(sender, move || finish(encode(&ranges), index, fields));
+            let (fields, after) = (last_part_fields(index), documents_after[index]);
+            send_from_rayon(sender, move || finish(encode(&ranges), index, fields, after));
         }
         first
     };

@@ -147,6 +147,7 @@ impl SharedCursor {
         self: &Arc<Self>,
         ticket: u64,
         single_batch: bool,
+        in_parts: bool,
         output: BatchOutput,
         deadline: Deadline,
         closing: &CloseSignal,
@@ -155,7 +156,7 @@ impl SharedCursor {
         let commands = StepCommands::default();
         let mut read = Box::pin(commands.scope(async move {
             cursor
-                .read_open(ticket, single_batch, output, deadline, &closing)
+                .read_open(ticket, single_batch, in_parts, output, deadline, &closing)
                 .await
         }));
         tokio::select! {
@@ -179,6 +180,7 @@ impl SharedCursor {
         &self,
         ticket: u64,
         single_batch: bool,
+        in_parts: bool,
         output: BatchOutput,
         deadline: Deadline,
         closing: &CloseSignal,
@@ -256,8 +258,10 @@ impl SharedCursor {
             self.end(&mut reads, CursorState::Done);
         }
         // Ticket 0 reads the first reply (tickets are served in order, and nothing is pending
-        // before it): encoded in parts, see `encode_reply_in_parts`.
-        if ticket == 0 {
+        // before it), and a read `in_parts` a change stream's getMore reply (its reader asks for
+        // nothing ahead, so nothing is pending either): encoded in parts, see
+        // `encode_reply_in_parts`.
+        if ticket == 0 || in_parts {
             let (encode_first, rest) = encode_reply_in_parts(batch, output, last, keep)?;
             reads.pending = rest;
             drop(reads);
@@ -435,7 +439,14 @@ impl NativeCursor {
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         // The first reply came with the find: reading it takes no connection.
         let first_batch = slot
-            .read(ticket, single_batch, output, timeout.next(), &CloseSignal::NONE)
+            .read(
+                ticket,
+                single_batch,
+                false,
+                output,
+                timeout.next(),
+                &CloseSignal::NONE,
+            )
             .await?;
         // Without more batches the driver cursor is drained and dropped already (`read`).
         let more = first_batch.as_ref().is_some_and(|batch| batch.has_more);
@@ -456,14 +467,29 @@ impl NativeCursor {
 impl NativeCursor {
     /// The next server batch, or `null` once the cursor is exhausted or closed; an error once a read
     /// failed. Calls made before earlier ones resolve get the following batches, in call order.
+    /// `inParts`: a reply this call fetches is handed over in parts, as a first reply is (see
+    /// `encode_reply_in_parts`): for a reader that asks for no batch ahead (a change stream), so
+    /// that JS decodes the first events while the rest is encoded. A reader that asks ahead gains
+    /// nothing by it: the next reply is encoded while JS decodes this one.
     #[napi(catch_unwind, ts_return_type = "Promise<DocumentBatch | null>")]
-    pub fn next_batch<'env>(&self, env: &'env Env) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
+    pub fn next_batch<'env>(
+        &self,
+        env: &'env Env,
+        in_parts: Option<bool>,
+    ) -> napi::Result<PromiseRaw<'env, Option<DocumentBatch>>> {
         let (slot, single_batch, output) = (self.slot.clone(), self.single_batch, self.output);
         let (deadline, client) = (self.timeout.next(), self.client.clone());
         let ticket = slot.tickets.fetch_add(1, Ordering::Relaxed);
         spawn(env, async move {
-            slot.read(ticket, single_batch, output, deadline, client.closing())
-                .await
+            slot.read(
+                ticket,
+                single_batch,
+                in_parts.unwrap_or(false),
+                output,
+                deadline,
+                client.closing(),
+            )
+            .await
         })
     }
 

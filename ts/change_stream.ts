@@ -15,7 +15,8 @@
  *
  * Unlike other cursors, a change stream fetches nothing ahead: each getMore waits on the server
  * for new events, and one in flight when the stream resumes or closes would be a command the
- * official driver never sends.
+ * official driver never sends. What overlaps instead is the encoding: a reply over 128 KiB comes in
+ * parts (`nextBatch(true)`), so JS builds the first events while Rust encodes the rest.
  * @module
  */
 import { Readable } from 'node:stream'
@@ -37,6 +38,7 @@ import { TypedEventEmitter } from './events.js'
 import { DOCUMENTS, documentReader } from './format/index.js'
 import type { DocumentBatch, NativeCursor } from './native.cjs'
 import { AGGREGATE, resolveOperationOptions, type AggregateOptions, type OperationSpec } from './options.js'
+import type { ClientCursor } from './active_cursors.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { describe, isPlainObject } from './validate.js'
 
@@ -183,7 +185,7 @@ interface ResumeFields {
  * One aggregate of a change stream and its getMores: the official `ChangeStreamCursor`. A resume
  * replaces it with a new one built from `resumeOptions`.
  */
-class ChangeStreamCursor {
+class ChangeStreamCursor implements ClientCursor {
   readonly #source: CursorSource
   readonly #scope: ChangeStreamScope
   readonly #pipeline: Document[]
@@ -195,7 +197,14 @@ class ChangeStreamCursor {
   /** Whether an event was returned (then `startAfter` resumes as `resumeAfter`). */
   #hasReceived = false
   #postBatchResumeToken: ResumeToken | undefined = undefined
-  #state: 'new' | 'open' | 'dead' | 'closed' = 'new'
+  /**
+   * `killed`: its client closed (`MongoClient.close()`), which killed the server cursor. The events
+   * buffered stay counted (`bufferedCount()`), but every read throws `MongoCursorExhaustedError`,
+   * as the official cursor's, whose id is then 0.
+   */
+  #state: 'new' | 'open' | 'dead' | 'killed' | 'closed' = 'new'
+  /** Takes it out of its client's active cursors (see `#open`). */
+  #untrack: () => void = () => {}
   #native: NativeCursor | null = null
   #decode: ((batch: DocumentBatch) => () => Document) | null = null
   /**
@@ -206,8 +215,19 @@ class ChangeStreamCursor {
   #read: () => Document = NO_EVENT
   /** Events of the batch in hand not read yet. */
   #left = 0
-  /** How many of the next native batches hold more of the reply already fetched (its first). */
+  /**
+   * How many of the next native batches hold more of the reply already fetched, and how many
+   * events they hold: a reply over 128 KiB is handed over in parts, so that JS decodes the first
+   * events while the rest is encoded (`nextBatch(true)`); the stream still counts and resumes by
+   * the whole reply, as the official driver's.
+   */
   #partsLeft = 0
+  #partsEventsLeft = 0
+  /**
+   * The next part of the reply in hand, asked for as soon as the part before it came: it is
+   * fetched already (no command goes to the server), so it is ready once JS has read this one.
+   */
+  #nextPart: Promise<DocumentBatch | null> | null = null
   /** Until the first reply is read whole: its `operationTime` is where an unset stream starts. */
   #firstReply = true
   #id: Long | undefined = undefined
@@ -251,11 +271,13 @@ class ChangeStreamCursor {
   }
 
   get closed(): boolean {
-    return this.#state === 'closed' || (this.#state === 'dead' && this.bufferedCount() === 0)
+    if (this.#state === 'closed') return true
+    return (this.#state === 'dead' || this.#state === 'killed') && this.bufferedCount() === 0
   }
 
+  /** The events of the reply in hand not returned yet, as the official driver counts them. */
   bufferedCount(): number {
-    return this.#left
+    return this.#left + this.#partsEventsLeft
   }
 
   /** The next event of the batch in hand (there is one). */
@@ -282,7 +304,7 @@ class ChangeStreamCursor {
    * reply) is read, else the event's `_id`.
    */
   cacheResumeToken(token: ResumeToken): void {
-    if (this.bufferedCount() === 0 && this.#partsLeft === 0 && this.#postBatchResumeToken) {
+    if (this.bufferedCount() === 0 && this.#postBatchResumeToken) {
       this.#setResumeToken(this.#postBatchResumeToken)
     } else {
       this.#setResumeToken(token)
@@ -294,10 +316,11 @@ class ChangeStreamCursor {
   async next(): Promise<Document | null> {
     this.#throwIfClosed()
     for (;;) {
-      if (this.bufferedCount() > 0) return this.#shift()
+      if (this.#left > 0) return this.#shift()
       if (this.#state === 'dead') return null
       await this.#fetch()
       if (this.#state === 'closed') return null
+      this.#throwIfClosed()
     }
   }
 
@@ -307,31 +330,32 @@ class ChangeStreamCursor {
    * in between (each costs the event loop a turn of the microtask queue, per event).
    */
   takeBuffered(): Document | null {
-    if (this.#state === 'closed' || this.bufferedCount() === 0) return null
+    if (this.#state === 'closed' || this.#state === 'killed' || this.#left === 0) return null
     return this.#shift()
   }
 
   /** The next event if one is buffered or comes with one more batch, else null. */
   async tryNext(): Promise<Document | null> {
     this.#throwIfClosed()
-    if (this.bufferedCount() > 0) return this.#shift()
+    if (this.#left > 0) return this.#shift()
     if (this.#state === 'dead') return null
     await this.#fetch()
-    return this.bufferedCount() > 0 ? this.#shift() : null
+    return this.#left > 0 ? this.#shift() : null
   }
 
   async hasNext(): Promise<boolean> {
-    if (this.#state === 'closed') return false
     for (;;) {
+      // As the official cursor's once its id is 0: no more, even with events buffered.
+      if (this.#state === 'closed' || this.#state === 'killed') return false
       if (this.bufferedCount() > 0) return true
       if (this.#state !== 'new' && this.#state !== 'open') return false
       await this.#fetch()
     }
   }
 
-  /** After close() (or once the cursor ended), reading is an error, as the official cursor's. */
+  /** After close() or the client's, reading is an error, as the official cursor's. */
   #throwIfClosed(): void {
-    if (this.#state === 'closed') throw new MongoCursorExhaustedError()
+    if (this.#state === 'closed' || this.#state === 'killed') throw new MongoCursorExhaustedError()
   }
 
   /** Runs the aggregate and/or one getMore (or reads the next part of the first reply). */
@@ -392,6 +416,8 @@ class ChangeStreamCursor {
       return
     }
     this.#native = opened.cursor ?? null
+    // Open on the server: the client's close() closes it, as the official driver's.
+    if (this.#native) this.#untrack = this.#source.activeCursors.add(this)
     this.#decode = documentReader(bson)
     this.#take(opened.firstBatch ?? null)
   }
@@ -402,9 +428,11 @@ class ChangeStreamCursor {
       this.#died()
       return
     }
+    const nextPart = this.#nextPart
+    this.#nextPart = null
     let batch: DocumentBatch | null
     try {
-      batch = await callNative(() => native.nextBatch())
+      batch = await (nextPart ?? callNative(() => native.nextBatch(true)))
     } catch (error) {
       // The native cursor is gone (killed on the server), as the official cursor after a failure.
       if (this.#state === 'open') this.#died()
@@ -422,6 +450,13 @@ class ChangeStreamCursor {
     }
     if (batch.cursorId !== undefined) this.#id = Long.fromBigInt(batch.cursorId)
     this.#partsLeft = batch.replyPartsLeft
+    this.#partsEventsLeft = batch.replyDocumentsLeft
+    const native = this.#native
+    if (this.#partsLeft > 0 && native !== null) {
+      this.#nextPart = callNative(() => native.nextBatch(true))
+      // Read (and its failure thrown) when this part is; dropped unread if the cursor closes first.
+      this.#nextPart.catch(() => {})
+    }
     const fields: ResumeFields | undefined = batch.resumeFields
       ? (BSON.deserialize(batch.resumeFields) as ResumeFields)
       : undefined
@@ -456,13 +491,26 @@ class ChangeStreamCursor {
     this.#state = 'dead'
     this.#read = NO_EVENT
     this.#left = 0
+    this.#partsEventsLeft = 0
+    this.#nextPart = null
     this.#emitClose()
   }
 
   #emitClose(): void {
+    // Done with the server cursor: its client's close() has nothing left to close.
+    this.#untrack()
     if (this.#closeEmitted) return
     this.#closeEmitted = true
     this.#emit('close')
+  }
+
+  /** Its client closed: the native client's close kills the server cursor. */
+  closedByClient(): void {
+    if (this.#state !== 'open') return
+    this.#native = null
+    this.#nextPart = null
+    this.#state = 'killed'
+    this.#emitClose()
   }
 
   /** Kills the server cursor if open; resolves once the server answered (or after a bound). */
@@ -473,6 +521,8 @@ class ChangeStreamCursor {
     this.#state = 'closed'
     this.#read = NO_EVENT
     this.#left = 0
+    this.#partsEventsLeft = 0
+    this.#nextPart = null
     try {
       if (native) await callNative(() => native.close())
     } finally {

@@ -3,6 +3,7 @@
  * @module
  */
 import type { Document, ObjectId } from 'bson'
+import type { ActiveCursors } from './active_cursors.js'
 import { resolveBSONOptions, toBSON, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { AggregationCursor } from './cursor/aggregation_cursor.js'
 import { ChangeStream, type ChangeStreamDocument, type ChangeStreamOptions } from './change_stream.js'
@@ -75,6 +76,8 @@ export interface CollectionParent {
   timeoutMS: number | undefined
   nativeCollection(name: string): Promise<NativeCollection>
   nativeDatabase(): Promise<NativeDatabase>
+  /** The client's cursors that its `close()` closes. */
+  activeCursors: ActiveCursors
 }
 
 /** Options of `listIndexes`, `indexes`, `indexExists` and `indexInformation`. */
@@ -156,6 +159,7 @@ export class Collection<TSchema extends Document = Document> {
       nativeDatabase: () => this.#parent.nativeDatabase(),
       readPreference: this.readPreference,
       readConcern: this.readConcern,
+      activeCursors: this.#parent.activeCursors,
     }
   }
 

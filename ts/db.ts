@@ -9,6 +9,7 @@ import {
   type BSONOptions,
   type ResolvedBSONOptions,
 } from './bson.js'
+import type { ActiveCursors } from './active_cursors.js'
 import { Admin } from './admin.js'
 import { Collection, type CollectionOptions } from './collection.js'
 import {
@@ -50,6 +51,8 @@ export interface DbParent {
   timeoutMS: number | undefined
   nativeDatabase(name: string): Promise<NativeDatabase>
   nativeCollection(db: string, name: string): Promise<NativeCollection>
+  /** The client's cursors that its `close()` closes. */
+  activeCursors: ActiveCursors
 }
 
 /** Options of `client.db()`: inherited by its collections and operations. */
@@ -140,6 +143,7 @@ export class Db {
         timeoutMS: this.timeoutMS,
         nativeCollection: (collection) => this.#parent.nativeCollection(this.#name, collection),
         nativeDatabase: () => this.nativeDatabase(),
+        activeCursors: this.#parent.activeCursors,
       },
       name,
       options,
@@ -273,6 +277,7 @@ export class Db {
       databaseLevel: true,
       readPreference: this.readPreference,
       readConcern: this.readConcern,
+      activeCursors: this.#parent.activeCursors,
     }
   }
 }

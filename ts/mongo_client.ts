@@ -30,6 +30,7 @@ import {
   rustDriverQuery,
   uriOptionValues,
 } from './client_options.js'
+import { ActiveCursors } from './active_cursors.js'
 import { Db, type DbOptions } from './db.js'
 import {
   WATCH_CLUSTER,
@@ -406,6 +407,8 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   #closed = false
   /** Sessions started and not ended: `close()` ends them. */
   readonly #sessions = new Set<ClientSession>()
+  /** Cursors open on the server: `close()` closes them (their buffered documents are not read). */
+  readonly #activeCursors = new ActiveCursors()
 
   constructor(url: string, options: MongoClientOptions = {}) {
     super()
@@ -546,6 +549,7 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
           return callNativeSync(() => client.database(db))
         },
         nativeCollection: async (db, collection) => this.#nativeCollection(db, collection),
+        activeCursors: this.#activeCursors,
       },
       name,
       options,
@@ -693,6 +697,9 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
     this.#collections.clear()
     this.#collectionsOf = null
     this.monitor.connected = false
+    // Before the native close (which kills their server cursors): told at once, as the official
+    // driver closes its active cursors first.
+    this.#activeCursors.closeAll()
     // The native close ends them (their server sessions go in its `endSessions`).
     for (const session of this.#sessions) session.markEnded()
     this.#sessions.clear()

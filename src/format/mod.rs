@@ -76,6 +76,9 @@ pub struct DocumentBatch {
     /// encoded in parts, see `batch::encode_reply_in_parts`): they are already fetched, so JS asks for
     /// them on top of its read-ahead, and the next getMore starts while they are encoded.
     pub reply_parts_left: u32,
+    /// How many documents those next batches hold (the rest of the reply, which a change stream's
+    /// `bufferedCount()` counts, as the official driver's counts the whole reply).
+    pub reply_documents_left: u32,
     /// The server cursor's id as of this batch (0 once exhausted); absent for test batches.
     pub cursor_id: Option<BigInt>,
     /// What a change stream resumes from, as a BSON document: the reply's
@@ -188,6 +191,7 @@ impl DocumentBatch {
             document_bytes: documents.iter().map(|document| document.len()).sum::<usize>() as u32,
             has_more: false,
             reply_parts_left: 0,
+            reply_documents_left: 0,
             cursor_id: None,
             resume_fields: None,
             slots: None,

@@ -5,6 +5,7 @@
  */
 import { Readable } from 'node:stream'
 import { Long, type Document } from 'bson'
+import type { ActiveCursors, ClientCursor } from '../active_cursors.js'
 import type { ResolvedBSONOptions } from '../bson.js'
 import { DOCUMENTS, type BatchFormat } from '../format/index.js'
 import {
@@ -45,6 +46,8 @@ export interface CursorSource {
   /** The read preference and read concern of the collection or database the cursor reads. */
   readPreference: ReadPreference
   readConcern: ReadConcern | undefined
+  /** The client's cursors that its `close()` closes (find, aggregate and change-stream cursors). */
+  activeCursors: ActiveCursors
 }
 
 /** `failed`: a read failed; every later read rejects instead of passing for the end of the results. */
@@ -73,7 +76,7 @@ export type CursorFlag = (typeof CURSOR_FLAGS)[number]
  * Also a thenable, so `await collection.find(filter)` resolves to the array of all documents.
  */
 export abstract class AbstractCursor<TSchema = Document>
-  implements AsyncIterable<TSchema>, PromiseLike<TSchema[]>
+  implements AsyncIterable<TSchema>, PromiseLike<TSchema[]>, ClientCursor
 {
   readonly #source: CursorSource
   /** What each server batch is prepared as, and how it becomes this cursor's items. */
@@ -116,6 +119,8 @@ export abstract class AbstractCursor<TSchema = Document>
   #killing: Promise<void> | undefined = undefined
   /** A `rewind()` in progress: a read started meanwhile waits for it, then runs the query again. */
   #rewinding: Promise<void> | undefined = undefined
+  /** Takes it out of its client's active cursors: done once it ends or closes. */
+  #untrack: () => void = () => {}
 
   protected constructor(source: CursorSource, format: BatchFormat = DOCUMENTS) {
     this.#source = source
@@ -166,9 +171,14 @@ export abstract class AbstractCursor<TSchema = Document>
     return this.#killed
   }
 
-  /** True once the cursor is exhausted, failed or closed. */
+  /**
+   * True once the cursor is exhausted, failed or closed. Closed by its client, it holds what was
+   * buffered (`readBufferedDocuments()` still takes it) and is closed once that is taken, as the
+   * official cursor's.
+   */
   get closed(): boolean {
-    return this.#state === 'exhausted' || this.#state === 'failed' || this.#state === 'closed'
+    if (this.#state === 'closed') return this.bufferedCount() === 0
+    return this.#state === 'exhausted' || this.#state === 'failed'
   }
 
   /** The server cursor's id once the first batch arrived (`Long(0)` once the server has no more). */
@@ -372,7 +382,9 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** The next buffered document (transformed), or `NO_DOCUMENT` when reading it needs `next()`. */
   #takeBuffered(): TSchema | typeof NO_DOCUMENT {
-    if (this.#state === 'failed' || this.#position >= this.#buffer.length) return NO_DOCUMENT
+    // Closed (by its client: the buffer stays): next() says what a closed cursor says.
+    if (this.#state === 'failed' || this.#state === 'closed' || this.#position >= this.#buffer.length)
+      return NO_DOCUMENT
     const document = this.#buffer[this.#position++]
     if (!this.#transform) return document as TSchema
     try {
@@ -486,6 +498,7 @@ export abstract class AbstractCursor<TSchema = Document>
     const moreForReader = this.#moreForReader || this.#serverCursorOpen()
     if (this.#state === 'open' && moreForReader) this.#killed = true
     this.#state = 'closed'
+    this.#untrack()
     this.#buffer = []
     this.#position = 0
     this.#ahead = []
@@ -494,6 +507,21 @@ export abstract class AbstractCursor<TSchema = Document>
     // A drained native cursor has nothing to kill: no round trip to the runtime (findOne, and
     // every result of one batch, closes its cursor).
     if (native && (this.#serverHasMore || moreForReader)) await callNative(() => native.close())
+  }
+
+  /**
+   * Its client closed (`MongoClient.close()`, whose native close kills the server cursor), as the
+   * official driver closes its active cursors: every read then throws `MongoCursorExhaustedError`
+   * (`hasNext()` false, `toArray()` empty) even with documents buffered, which stay counted. A
+   * cursor whose reader has its last batch is no longer active there, and reads on.
+   */
+  closedByClient(): void {
+    if (this.#state !== 'open' || (this.#id !== undefined && !this.#moreForReader)) return
+    this.#killed = true
+    this.#state = 'closed'
+    this.#native = null
+    this.#ahead = []
+    this.#untrack()
   }
 
   /**
@@ -517,6 +545,9 @@ export abstract class AbstractCursor<TSchema = Document>
     // not touch the cursor once reset.
     await fetching?.catch(() => false)
     this.#state = 'new'
+    // What a close by the client left buffered.
+    this.#buffer = []
+    this.#position = 0
     this.#collectsAll = false
     this.#failure = undefined
     this.#killing = undefined
@@ -588,6 +619,8 @@ export abstract class AbstractCursor<TSchema = Document>
         }
         // No native cursor: the first batch is the whole result.
         this.#native = opened.cursor ?? null
+        // Open on the server: the client's close() closes it, as the official driver's.
+        if (this.#native) this.#untrack = this.#source.activeCursors.add(this)
         this.#serverHasMore = this.#native !== null
         firstBatch = opened.firstBatch
         this.#decode = this.#format.decoder(bsonOptions)
@@ -692,6 +725,7 @@ export abstract class AbstractCursor<TSchema = Document>
   /** Stops reading: the native cursor is drained, or dropped after a failure. */
   #end(state: 'exhausted' | 'failed'): void {
     this.#state = state
+    this.#untrack()
     this.#native = null
     this.#ahead = []
   }

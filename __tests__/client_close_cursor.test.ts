@@ -1,0 +1,133 @@
+// client.close() while a find or aggregate cursor holds documents buffered: the official driver
+// closes its active cursors first, so every later read throws MongoCursorExhaustedError (hasNext()
+// false) and nothing buffered is returned. rumongo kept returning the buffered documents, and
+// hasNext() said true. Side by side on the embedded server.
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { MongoClient as OfficialClient, type Document } from 'mongodb'
+import { MongoClient, MongoCursorExhaustedError } from 'rumongo'
+import { connectBoth, expectIdentical, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
+
+const dbName = uniqueDbName('client_close_cursor')
+let drivers: Drivers
+
+beforeAll(async () => {
+  drivers = await connectBoth()
+  const documents = Array.from({ length: 10 }, (_, i) => ({ _id: i }))
+  await drivers.official.db(dbName).collection('items').insertMany(documents)
+})
+
+afterAll(async () => {
+  await drivers.official.db(dbName).dropDatabase()
+  await drivers.close()
+})
+
+type AnyCursor = {
+  next(): Promise<Document | null>
+  tryNext(): Promise<Document | null>
+  hasNext(): Promise<boolean>
+  toArray(): Promise<Document[]>
+  readBufferedDocuments(count?: number): Document[]
+  bufferedCount(): number
+  stream(): AsyncIterable<Document>
+  closed: boolean
+  killed: boolean
+} & AsyncIterable<Document>
+
+const outcome = (promise: Promise<unknown>) =>
+  promise.then(
+    (value) => ['resolved', value],
+    (error: unknown) => {
+      const { name, message } = error as Error
+      return ['rejected', name, message]
+    },
+  )
+
+async function iterated(documents: AsyncIterable<Document>) {
+  const seen: unknown[] = []
+  try {
+    for await (const document of documents) seen.push(document._id)
+    return ['ended', seen]
+  } catch (error) {
+    const { name, message } = error as Error
+    return ['rejected', seen, name, message]
+  }
+}
+
+const reads: Record<string, (cursor: AnyCursor) => Promise<unknown>> = {
+  next: (cursor) => outcome(cursor.next()),
+  tryNext: (cursor) => outcome(cursor.tryNext()),
+  hasNext: (cursor) => outcome(cursor.hasNext()),
+  'for await': (cursor) => iterated(cursor),
+  toArray: (cursor) => outcome(cursor.toArray()),
+  readBufferedDocuments: async (cursor) => cursor.readBufferedDocuments(),
+  stream: (cursor) => iterated(cursor.stream()),
+}
+
+const opens: Record<string, (client: MongoClient | OfficialClient) => AnyCursor> = {
+  find: (client) =>
+    (client as OfficialClient)
+      .db(dbName)
+      .collection('items')
+      .find({}, { batchSize: 4, sort: { _id: 1 } }) as never,
+  // The whole result in the first batch: no server cursor, nothing for the client's close(). Not
+  // with readBufferedDocuments(): taking the last batch that way, the official cursor says `closed`
+  // at once, rumongo's at the next read (as without the client's close).
+  'find in one batch': (client) =>
+    (client as OfficialClient)
+      .db(dbName)
+      .collection('items')
+      .find({}, { batchSize: 20, sort: { _id: 1 } }) as never,
+  aggregate: (client) =>
+    (client as OfficialClient)
+      .db(dbName)
+      .collection('items')
+      .aggregate([{ $sort: { _id: 1 } }], { batchSize: 4 }) as never,
+}
+
+it("client.close() with documents buffered: every read then as the official driver's (its active cursors closed)", async () => {
+  const logs: Record<string, unknown[]> = {}
+  for (const driver of ['official', 'rumongo'] as const) {
+    for (const [kind, open] of Object.entries(opens)) {
+      for (const [read, first] of Object.entries(reads)) {
+        if (read === 'readBufferedDocuments' && kind === 'find in one batch') continue
+        const client = driver === 'official' ? new OfficialClient(uri) : new MongoClient(uri)
+        try {
+          const cursor = open(client)
+          const state = () => [cursor.closed, cursor.killed, cursor.bufferedCount()]
+          const log: unknown[] = [(await cursor.next())?._id, state()]
+          await client.close()
+          log.push('client closed', state())
+          log.push(await first(cursor), state())
+          // Then every read, as after the cursor's own close().
+          for (const then of ['next', 'tryNext', 'hasNext', 'toArray'])
+            log.push(then, await reads[then]!(cursor), state())
+          logs[`${driver} ${kind} ${read}`] = log
+        } finally {
+          await client.close()
+        }
+      }
+    }
+  }
+  for (const kind of Object.keys(opens)) {
+    for (const read of Object.keys(reads)) {
+      if (!logs[`official ${kind} ${read}`]) continue
+      expectIdentical(logs[`rumongo ${kind} ${read}`], logs[`official ${kind} ${read}`])
+    }
+  }
+  // Nothing buffered returned: the 3 left of the first batch are dropped.
+  expect(logs['rumongo find next']!.slice(0, 5)).toEqual([
+    0,
+    [false, false, 3],
+    'client closed',
+    expect.anything(),
+    ['rejected', 'MongoCursorExhaustedError', 'Cursor is exhausted'],
+  ])
+  // The official error has no code; rumongo's errors all have one.
+  const client = new MongoClient(uri)
+  const cursor = client.db(dbName).collection('items').find({}, { batchSize: 4 })
+  await cursor.next()
+  await client.close()
+  const exhausted = await cursor.tryNext().catch((error: unknown) => error)
+  expect(exhausted).toBeInstanceOf(MongoCursorExhaustedError)
+  expect(exhausted).toMatchObject({ code: 'ERR_CURSOR_EXHAUSTED' })
+})
