@@ -187,6 +187,15 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
             dns_payload(message).unwrap_or_else(|| json!({ "kind": "parse", "message": message }))
         }
         ErrorKind::InvalidTlsConfig { message, .. } => json!({ "kind": "parse", "message": message }),
+        // BSON that does not parse (a reply a broken server or proxy cut or bent: a wrong document
+        // or message length): js-bson's BSONError, the class the official driver's parser throws
+        // for it (a BSONOffsetError), not a MongoRuntimeError.
+        ErrorKind::Bson(_) | ErrorKind::BsonDeserialization(_) => {
+            json!({ "kind": "bson", "message": format!("invalid BSON: {message}") })
+        }
+        ErrorKind::InvalidResponse { message: reply, .. } if reply.contains("BSON error") => {
+            json!({ "kind": "bson", "message": format!("invalid BSON: {message}") })
+        }
         // A load balancer whose hello has no `serviceId`: the crate's message is the official
         // driver's, behind its own "The server does not support a database operation: ".
         ErrorKind::IncompatibleServer { message, .. } => {
