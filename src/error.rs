@@ -436,7 +436,9 @@ fn dns_payload(message: &str) -> Option<serde_json::Value> {
     } else {
         "querySrv"
     };
-    let code = if message.contains("no records found") {
+    let code = if message.contains("no records found") && message.ends_with("(NODATA)") {
+        "ENODATA"
+    } else if message.contains("no records found") {
         "ENOTFOUND"
     } else if message.contains("timed out") {
         "ETIMEOUT"
@@ -451,7 +453,8 @@ fn dns_payload(message: &str) -> Option<serde_json::Value> {
         Some(name) => format!("{syscall} {code} {name}"),
         None => format!("{syscall} {code}"),
     };
-    Some(json!({ "kind": "network", "message": message, "code": code, "syscall": syscall, "hostname": name }))
+    // node:dns's own error, which the official driver throws as it is (a plain `Error`).
+    Some(json!({ "kind": "dns", "message": message, "code": code, "syscall": syscall, "hostname": name }))
 }
 
 /// A failure on a connection to the server at `address` (a heartbeat's), as `napi::Error`'s
