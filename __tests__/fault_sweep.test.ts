@@ -389,7 +389,8 @@ const cases = PATHS.flatMap((path, index) =>
   ),
 )
 
-describe('one fault on every read path', () => {
+// Concurrent: each case has its own servers and clients, and mostly waits (server checks, pauses).
+describe.concurrent('one fault on every read path', () => {
   it.each(cases.map((each) => [each.path.name, each.faultCase.name, each.reply, each] as const))(
     '%s: %s (data reply %i)',
     async (_, __, reply, { path, faultCase }) => {
