@@ -11,7 +11,7 @@ import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { MongoClient as OfficialClient } from 'mongodb'
-import { MongoAPIError, MongoClient, MongoNetworkError, MongoServerSelectionError } from 'rumongo'
+import { MongoAPIError, MongoClient, MongoError, MongoNetworkError, MongoServerSelectionError } from 'rumongo'
 import { startDnsServer, type DnsServer } from './setup/dns_server.js'
 
 const requireCjs = createRequire(import.meta.url)
@@ -35,12 +35,15 @@ beforeAll(async () => {
       // Hosts outside the domain of the connection string, which both drivers refuse.
       '_mongodb._tcp.elsewhere.srv.test': [target('host1.elsewhere.test:27017')],
       '_mongodb._tcp.srv.test': [target('srv.test:27017')],
+      // A name that exists without SRV records: an empty answer (NODATA).
+      '_mongodb._tcp.nodata.srv.test': [],
     },
     txt: {
       'rs.srv.test': ['replicaSet=rs0&authSource=users'],
       'sharded.srv.test': ['authSource=users'],
       'lb.srv.test': ['loadBalanced=true'],
     },
+    unanswered: ['_mongodb._tcp.silent.srv.test'],
   })
   systemServers = dns.getServers()
   dns.setServers([server.address])
@@ -185,4 +188,64 @@ describe('mongodb+srv', () => {
     })
     expect(official?.name).toBe('MongoAPIError')
   })
+
+  /** node:dns's own error fields, which the official driver throws as they are. */
+  const dnsFailure = (error: unknown) => {
+    const { name, message, code, syscall, hostname } = error as NodeJS.ErrnoException & { hostname?: string }
+    return { name, message, code, syscall, hostname, mongo: error instanceof MongoError }
+  }
+
+  it.each([
+    ['a name without SRV records (NODATA)', 'nodata.srv.test', 'ENODATA'],
+    ['a name that does not exist (NXDOMAIN)', 'missing.srv.test', 'ENOTFOUND'],
+  ])("fails on %s with node:dns's plain Error, as the official driver", async (_, name, code) => {
+    const failures = []
+    for (const Client of [OfficialClient, MongoClient]) {
+      const client = new Client(`mongodb+srv://${name}/?serverSelectionTimeoutMS=500`)
+      failures.push(
+        dnsFailure(
+          await client.connect().then(
+            () => undefined,
+            (error: unknown) => error,
+          ),
+        ),
+      )
+      await client.close()
+    }
+    const [official, rumongo] = failures
+    expect(official).toEqual({
+      name: 'Error',
+      message: `querySrv ${code} _mongodb._tcp.${name}`,
+      code,
+      syscall: 'querySrv',
+      hostname: `_mongodb._tcp.${name}`,
+      mongo: false,
+    })
+    expect(rumongo).toEqual(official)
+  })
+
+  it("fails on a DNS server that never answers with node:dns's ETIMEOUT Error, sooner", async () => {
+    // The official driver waits for node:dns's retries (about 43 s here) and throws its plain
+    // Error `querySrv ETIMEOUT _mongodb._tcp.<host>` (code ETIMEOUT, syscall querySrv, hostname);
+    // rumongo throws the same error after its resolver's retries (3 tries of 5 s), not compared
+    // side by side for the official driver's duration.
+    const client = new MongoClient('mongodb+srv://silent.srv.test/')
+    const started = Date.now()
+    const failure = dnsFailure(
+      await client.connect().then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+    )
+    await client.close()
+    expect(failure).toEqual({
+      name: 'Error',
+      message: 'querySrv ETIMEOUT _mongodb._tcp.silent.srv.test',
+      code: 'ETIMEOUT',
+      syscall: 'querySrv',
+      hostname: '_mongodb._tcp.silent.srv.test',
+      mongo: false,
+    })
+    expect(Date.now() - started).toBeLessThan(40_000)
+  }, 60_000)
 })

@@ -105,23 +105,29 @@ const SRV_HOST_MISMATCH: &str = "Server record does not ";
 
 /// The labels the official driver can add to an error itself, in the order it adds them (a network
 /// error of a command: `RetryableWriteError`, then `ResetPool`). The crate keeps labels in a set.
-const LABEL_ORDER: [&str; 6] = [
+const LABEL_ORDER: [&str; 8] = [
     "RetryableWriteError",
     "TransientTransactionError",
     "UnknownTransactionCommitResult",
     "ResumableChangeStreamError",
     "HandshakeError",
+    "SystemOverloadedError",
+    "RetryableError",
     "ResetPool",
 ];
 
 /// An error's labels in a stable order: the official driver's own (`LABEL_ORDER`) first, then the
 /// others (the server's) by name.
 fn ordered_labels(error: &mongodb::error::Error) -> Vec<&String> {
-    let mut labels: Vec<&String> = error.labels().iter().collect();
+    in_label_order(error.labels().iter().collect())
+}
+
+fn in_label_order(mut labels: Vec<&String>) -> Vec<&String> {
     labels.sort_by_key(|label| {
         let rank = LABEL_ORDER.iter().position(|known| known == label);
         (rank.unwrap_or(LABEL_ORDER.len()), label.as_str())
     });
+    labels.dedup();
     labels
 }
 
@@ -175,7 +181,13 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
         ErrorKind::Authentication { message, .. } => match server_refusal(error) {
             // The server refused the login: its own error, as the official driver reports it
             // ("Authentication failed.", 18), not the crate's "SCRAM failure: ..." wrapping.
-            Some(refusal) => driver_payload(refusal),
+            // The login's labels (`HandshakeError`) are on the crate's wrapping error.
+            Some(refusal) => {
+                let mut payload = driver_payload(refusal);
+                let labels = in_label_order(error.labels().iter().chain(refusal.labels()).collect());
+                payload["errorLabels"] = json!(labels);
+                payload
+            }
             None => json!({ "kind": "authentication", "message": message }),
         },
         // A host of the SRV record outside the domain of the connection string: the vendored
@@ -187,6 +199,15 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
             dns_payload(message).unwrap_or_else(|| json!({ "kind": "parse", "message": message }))
         }
         ErrorKind::InvalidTlsConfig { message, .. } => json!({ "kind": "parse", "message": message }),
+        // BSON that does not parse (a reply a broken server or proxy cut or bent: a wrong document
+        // or message length): js-bson's BSONError, the class the official driver's parser throws
+        // for it (a BSONOffsetError), not a MongoRuntimeError.
+        ErrorKind::Bson(_) | ErrorKind::BsonDeserialization(_) => {
+            json!({ "kind": "bson", "message": format!("invalid BSON: {message}") })
+        }
+        ErrorKind::InvalidResponse { message: reply, .. } if reply.contains("BSON error") => {
+            json!({ "kind": "bson", "message": format!("invalid BSON: {message}") })
+        }
         // A load balancer whose hello has no `serviceId`: the crate's message is the official
         // driver's, behind its own "The server does not support a database operation: ".
         ErrorKind::IncompatibleServer { message, .. } => {
@@ -415,7 +436,9 @@ fn dns_payload(message: &str) -> Option<serde_json::Value> {
     } else {
         "querySrv"
     };
-    let code = if message.contains("no records found") {
+    let code = if message.contains("no records found") && message.ends_with("(NODATA)") {
+        "ENODATA"
+    } else if message.contains("no records found") {
         "ENOTFOUND"
     } else if message.contains("timed out") {
         "ETIMEOUT"
@@ -430,7 +453,8 @@ fn dns_payload(message: &str) -> Option<serde_json::Value> {
         Some(name) => format!("{syscall} {code} {name}"),
         None => format!("{syscall} {code}"),
     };
-    Some(json!({ "kind": "network", "message": message, "code": code, "syscall": syscall, "hostname": name }))
+    // node:dns's own error, which the official driver throws as it is (a plain `Error`).
+    Some(json!({ "kind": "dns", "message": message, "code": code, "syscall": syscall, "hostname": name }))
 }
 
 /// A failure on a connection to the server at `address` (a heartbeat's), as `napi::Error`'s

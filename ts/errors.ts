@@ -518,6 +518,8 @@ interface NativeErrorPayload {
   /** A network error's system call (`connect`, `getaddrinfo`, `querySrv`) and server (`host:port`). */
   syscall?: string
   address?: string | null
+  /** A failed DNS lookup's name (`_mongodb._tcp.<host>`). */
+  hostname?: string | null
   /** A failed JS callback's number (`keepCallbackFailure`). */
   id?: number
   /** A server-selection failure's topology. */
@@ -609,6 +611,14 @@ function fromPayload(payload: NativeErrorPayload): Error {
       return new MongoServerSelectionError(message, topologyOf(payload))
     case 'network':
       return networkError(message, payload)
+    case 'dns':
+      // A failed SRV lookup: the official driver lets node:dns's error through, a plain `Error`
+      // (`querySrv ENODATA _mongodb._tcp.<host>`, `code`, `syscall`, `hostname`), no MongoError.
+      return Object.assign(new Error(message), {
+        code: payload.code,
+        syscall: payload.syscall,
+        hostname: payload.hostname,
+      })
     case 'networkTimeout':
       return new MongoNetworkTimeoutError(message, options)
     case 'operationTimeout':
@@ -669,8 +679,7 @@ function libuvErrno(code: string): number | undefined {
 
 /**
  * A network error as the official driver gives it: a connection failure is a `MongoNetworkError`
- * whose `cause` is Node.js's own error for it (`code`, `syscall`, `address`, `port`); a failed
- * SRV lookup carries Node.js's `code` itself (`querySrv ENOTFOUND _mongodb._tcp.<host>`).
+ * whose `cause` is Node.js's own error for it (`code`, `syscall`, `address`, `port`).
  */
 function networkError(message: string, payload: NativeErrorPayload): MongoNetworkError {
   const { code, syscall, errorLabels } = payload
@@ -678,11 +687,6 @@ function networkError(message: string, payload: NativeErrorPayload): MongoNetwor
   if (syscall === undefined) {
     // A TLS failure: Node.js's error names OpenSSL's reason in its `code` (`CERT_HAS_EXPIRED`).
     return new MongoNetworkError(message, { cause: Object.assign(new Error(message), { code }), errorLabels })
-  }
-  if (syscall.startsWith('query')) {
-    const error = new MongoNetworkError(message, { errorLabels })
-    error.code = code
-    return error
   }
   const system: NodeJS.ErrnoException & { address?: string; port?: number; hostname?: string } =
     Object.assign(new Error(message), { code, syscall })

@@ -19,6 +19,8 @@ export interface DnsRecords {
   srv?: Record<string, SrvTarget[]>
   /** TXT records by name, each the text of one record. */
   txt?: Record<string, string[]>
+  /** Names whose questions get no answer at all (a DNS server that went away). */
+  unanswered?: string[]
 }
 
 export interface DnsServer {
@@ -42,6 +44,12 @@ export async function startDnsServer(records: DnsRecords): Promise<DnsServer> {
       query = packet.decode(message)
     } catch {
       return // not DNS: a real server drops it too
+    }
+    const unanswered = new Set(records.unanswered?.map((name) => name.toLowerCase()))
+    if (query.questions?.some((question) => unanswered.has(question.name.toLowerCase()))) {
+      for (const question of query.questions)
+        questions.push(`${question.type} ${question.name.toLowerCase()}`)
+      return
     }
     const answers: packet.Answer[] = []
     let known = false

@@ -20,7 +20,16 @@ export const CLOSE_CONNECTION = Symbol('close connection')
  * What the server sends for a command: a reply document, raw bytes written as they are, nothing,
  * or CLOSE_CONNECTION.
  */
-export type WireReply = Document | { bytes: (requestId: number) => Buffer } | typeof CLOSE_CONNECTION | null
+export type WireReply =
+  Document | { bytes: (requestId: number) => Buffer } | RawWrite | typeof CLOSE_CONNECTION | null
+
+/**
+ * A reply the test writes on the socket itself (cut short, split into pieces, then closed...: see
+ * setup/fault_server.ts); `opCode` is the request's, for `replyMessage`.
+ */
+export interface RawWrite {
+  write: (socket: Socket, requestId: number, opCode: number) => void | Promise<void>
+}
 
 /** Which connection a command came on: its number on this server, from 1 in the order they opened. */
 export interface WireContext {
@@ -78,7 +87,7 @@ function frame(opCode: number, responseTo: number, body: Uint8Array): Buffer {
 }
 
 /** The reply to request `responseTo` carrying `document`: an OP_REPLY to an OP_QUERY, else an OP_MSG. */
-function replyMessage(responseTo: number, requestOpCode: number, document: Document): Buffer {
+export function replyMessage(responseTo: number, requestOpCode: number, document: Document): Buffer {
   const bytes = BSON.serialize(document)
   if (requestOpCode === OP_QUERY) {
     const prefix = Buffer.alloc(20) // responseFlags, cursorID, startingFrom stay 0
@@ -203,7 +212,8 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
       socket.destroy()
       return
     }
-    if (typeof reply.bytes === 'function') socket.write(reply.bytes(requestId))
+    if (typeof reply.write === 'function') await (reply as RawWrite).write(socket, requestId, opCode)
+    else if (typeof reply.bytes === 'function') socket.write(reply.bytes(requestId))
     else socket.write(replyMessage(requestId, opCode, reply))
   }
 

@@ -304,10 +304,33 @@ impl Error {
 
     #[cfg(feature = "dns-resolver")]
     pub(crate) fn from_resolve_error(error: hickory_net::NetError) -> Self {
-        ErrorKind::DnsResolve {
-            message: error.to_string(),
+        // rumongo patch: an empty answer of a name that exists (NODATA: response code NoError)
+        // says so, which hickory's message does not: Node.js reports it as ENODATA, a name that
+        // does not exist (NXDOMAIN) as ENOTFOUND, and rumongo gives users Node.js's code.
+        let no_data = matches!(
+            &error,
+            hickory_net::NetError::Dns(hickory_net::DnsError::NoRecordsFound(records))
+                if records.response_code == hickory_proto::op::ResponseCode::NoError
+        );
+        let message = if no_data {
+            format!("{error} (NODATA)")
+        } else {
+            error.to_string()
+        };
+        ErrorKind::DnsResolve { message }.into()
+    }
+
+    /// rumongo patch: `from_resolve_error` for a lookup of `query`, which the message names when
+    /// hickory's does not (a timeout): Node.js names it (`querySrv ETIMEOUT <query>`).
+    #[cfg(feature = "dns-resolver")]
+    pub(crate) fn from_resolve_error_of(error: hickory_net::NetError, query: &str) -> Self {
+        let mut error = Self::from_resolve_error(error);
+        if let ErrorKind::DnsResolve { message } = error.kind.as_mut() {
+            if !message.contains("name: Name(") {
+                message.push_str(&format!(", name: Name(\"{query}\")"));
+            }
         }
-        .into()
+        error
     }
 
     #[cfg(feature = "dns-resolver")]

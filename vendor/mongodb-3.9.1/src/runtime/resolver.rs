@@ -66,7 +66,7 @@ impl AsyncResolver {
             .resolver
             .srv_lookup(name)
             .await
-            .map_err(Error::from_resolve_error)?;
+            .map_err(|error| Error::from_resolve_error_of(error, query))?;
         Ok(lookup)
     }
 

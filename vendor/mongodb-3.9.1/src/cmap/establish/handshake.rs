@@ -386,6 +386,9 @@ pub(crate) struct Handshaker {
 
     auth_options: AuthOptions,
 
+    /// rumongo patch: for the labels of a failed handshake (see `handshake_failure`).
+    load_balanced: bool,
+
     #[cfg(test)]
     test_hello_cb: Option<EventHandler<crate::cmap::Command>>,
 }
@@ -432,6 +435,7 @@ impl Handshaker {
             compressors: options.compressors,
             metadata: options.metadata,
             auth_options: options.auth_options,
+            load_balanced: options.load_balanced,
             #[cfg(test)]
             test_hello_cb: options.test_hello_cb,
         })
@@ -470,6 +474,22 @@ impl Handshaker {
         Ok((command, client_first))
     }
 
+    /// rumongo patch: the labels the Node driver gives a failed handshake (its
+    /// `performInitialHandshake` and `Server.handleError`), which users read: `HandshakeError`;
+    /// for a network error of the hello, its overload labels (`SystemOverloadedError`,
+    /// `RetryableError`: the crate then keeps the pool, as the Node driver does); for another
+    /// failure (the server's error, the login's), `ResetPool` outside load-balanced mode.
+    fn handshake_failure(&self, mut error: crate::error::Error, hello: bool) -> crate::error::Error {
+        error.add_label("HandshakeError");
+        if hello && error.is_network_error() {
+            return error.with_backpressure_labels();
+        }
+        if !error.is_network_error() && !self.load_balanced {
+            error.add_label("ResetPool");
+        }
+        error
+    }
+
     /// Handshakes a connection.
     pub(crate) async fn handshake(
         &self,
@@ -482,7 +502,11 @@ impl Handshaker {
         if let Some(handler) = &self.test_hello_cb {
             handler.handle(command.clone());
         }
-        let mut hello_reply = run_hello(conn, command, cancellation_receiver).await?;
+        // rumongo patch: the Node driver labels the failures of the handshake's hello and of the
+        // login `HandshakeError` (its `performInitialHandshake`); users read the label.
+        let mut hello_reply = run_hello(conn, command, cancellation_receiver)
+            .await
+            .map_err(|error| self.handshake_failure(error, true))?;
 
         conn.stream_description = Some(StreamDescription::from_hello_reply(&hello_reply));
 
@@ -520,12 +544,14 @@ impl Handshaker {
         if let Some(credential) = credential {
             credential
                 .authenticate_stream(conn, first_round, &self.auth_options)
-                .await?
+                .await
+                .map_err(|error| self.handshake_failure(error, false))?
         }
 
         Ok(hello_reply)
     }
 }
+
 
 #[derive(Debug)]
 pub(crate) struct HandshakerOptions {
