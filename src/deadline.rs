@@ -24,6 +24,7 @@ use crate::{
     error::{Error, Result},
     events::StepCommands,
     options::OperationOptions,
+    session::SessionWatch,
 };
 
 /// The server's code for an expired `maxTimeMS`.
@@ -297,12 +298,12 @@ impl Deadline {
         if remaining == Some(Duration::ZERO) {
             // Expired: what needs no I/O (a batch already received) is still returned, but no
             // request may race the timer's millisecond granularity.
-            let watch = CheckoutWatch::default();
-            let mut step = Box::pin(watch.scope(commands.scope(step)));
+            let (watch, session) = (CheckoutWatch::default(), SessionWatch::default());
+            let mut step = Box::pin(session.scope(watch.scope(commands.scope(step))));
             return match poll_fn(|cx| Poll::Ready(step.as_mut().poll(cx))).await {
                 Poll::Ready(result) => result,
                 Poll::Pending => {
-                    give_up(step, &watch, closing);
+                    give_up(step, &watch, &session, closing);
                     commands.abandon(self.operation_timeout());
                     Err(self.operation_timeout())
                 }
@@ -325,15 +326,15 @@ impl Deadline {
                 Error::SocketTimeout(limit.as_millis() as u64)
             }
         };
-        let watch = CheckoutWatch::default();
-        let mut step = Box::pin(watch.scope(commands.scope(step)));
+        let (watch, session) = (CheckoutWatch::default(), SessionWatch::default());
+        let mut step = Box::pin(session.scope(watch.scope(commands.scope(step))));
         match tokio::time::timeout_at(started + limit, step.as_mut()).await {
             Ok(Err(Error::Driver(error))) if self.timeout.is_some() && is_max_time_expired(&error) => {
                 Err(self.operation_timeout())
             }
             Ok(result) => result,
             Err(_) => {
-                give_up(step, &watch, closing);
+                give_up(step, &watch, &session, closing);
                 commands.abandon(timed_out());
                 Err(timed_out())
             }
@@ -350,13 +351,19 @@ impl Deadline {
 /// killed). One still selecting a server or waiting for a connection is dropped: its checkout
 /// request leaves the crate's queue (vendored patch), so a burst of reads that timed out waiting
 /// leaves nothing queued ahead of the next read (a connection being established for it is still
-/// established, and goes to the pool).
+/// established, and goes to the pool). One holding an explicit session is dropped too, its
+/// connection closed (see `SessionWatch`).
 fn give_up<T: Send + 'static>(
     step: Pin<Box<impl Future<Output = Result<T>> + Send + 'static>>,
     watch: &CheckoutWatch,
+    session: &SessionWatch,
     closing: &CloseSignal,
 ) {
     if !watch.checked_out() {
+        return;
+    }
+    if session.taken() {
+        session.abandon();
         return;
     }
     let closed = closing.closed.clone().unwrap_or_default();

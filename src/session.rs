@@ -9,9 +9,10 @@
 
 use std::{
     collections::HashMap,
+    future::Future,
     ops::{Deref, DerefMut},
     sync::{
-        atomic::{AtomicU32, Ordering},
+        atomic::{AtomicBool, AtomicU32, Ordering},
         Arc, Mutex, MutexGuard,
     },
     time::Duration,
@@ -75,6 +76,49 @@ impl Advances {
     }
 }
 
+tokio::task_local! {
+    /// The watch of the step being run (see `Deadline::run`), which `SessionSlot::take` marks.
+    static SESSION_WATCH: SessionWatch;
+}
+
+/// Whether a step took an explicit session, and whether its caller gave up on it. A step that
+/// ran out of time is otherwise left to finish in the background (to give its connection back,
+/// see `deadline::give_up`); one holding a session is dropped instead, its connection closed, as
+/// the official driver closes a connection that timed out: the session is free at once for the
+/// read's retry and for `endSession()`, which would otherwise wait for the abandoned step (up to
+/// `DETACHED_GRACE`).
+#[derive(Clone, Default)]
+pub struct SessionWatch(Arc<SessionWatchState>);
+
+#[derive(Default)]
+struct SessionWatchState {
+    taken: AtomicBool,
+    abandoned: AtomicBool,
+}
+
+impl SessionWatch {
+    /// Runs `step` under this watch.
+    pub fn scope<F: Future>(&self, step: F) -> impl Future<Output = F::Output> {
+        SESSION_WATCH.scope(self.clone(), step)
+    }
+
+    /// Whether the step took a session.
+    pub fn taken(&self) -> bool {
+        self.0.taken.load(Ordering::Acquire)
+    }
+
+    /// Whether the step's caller gave up on it and dropped it.
+    fn abandoned(&self) -> bool {
+        self.0.abandoned.load(Ordering::Acquire)
+    }
+
+    /// Says the step is dropped mid-flight: the session it holds is marked dirty when it lets it
+    /// go (the server may still run its command), as the crate marks one after a network error.
+    pub fn abandon(&self) {
+        self.0.abandoned.store(true, Ordering::Release);
+    }
+}
+
 /// One explicit session: the crate's session (`None` once ended) and what JS reads of it.
 pub struct SessionSlot {
     session: Arc<AsyncMutex<Option<ClientSession>>>,
@@ -89,6 +133,8 @@ pub struct SessionSlot {
 pub struct SessionInUse {
     guard: OwnedMutexGuard<Option<ClientSession>>,
     slot: Arc<SessionSlot>,
+    /// The watch of the step that took it, if it runs under one.
+    watch: Option<SessionWatch>,
 }
 
 impl Deref for SessionInUse {
@@ -108,6 +154,9 @@ impl DerefMut for SessionInUse {
 impl Drop for SessionInUse {
     fn drop(&mut self) {
         if let Some(session) = self.guard.as_mut() {
+            if self.watch.as_ref().is_some_and(SessionWatch::abandoned) {
+                session.mark_dirty();
+            }
             lock(&self.slot.advances).apply(session);
             self.slot.copy_times(session);
         }
@@ -123,9 +172,14 @@ impl SessionSlot {
                 "Cannot use a session that has ended".into(),
             ));
         }
+        let watch = SESSION_WATCH.try_with(SessionWatch::clone).ok();
+        if let Some(watch) = &watch {
+            watch.0.taken.store(true, Ordering::Release);
+        }
         Ok(SessionInUse {
             guard,
             slot: self.clone(),
+            watch,
         })
     }
 

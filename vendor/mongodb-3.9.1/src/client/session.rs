@@ -327,7 +327,10 @@ impl ClientSession {
     }
 
     /// Mark this session (and the underlying server session) as dirty.
-    pub(crate) fn mark_dirty(&mut self) {
+    ///
+    /// rumongo patch: public, for a command rumongo abandons mid-flight (its connection closed),
+    /// which the crate never sees fail.
+    pub fn mark_dirty(&mut self) {
         self.server_session.dirty = true;
     }
 
