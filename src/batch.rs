@@ -67,7 +67,8 @@ pub async fn encode_batch(
 /// one on this tokio worker, which JS can decode while the rayon pool encodes the others (about
 /// `INLINE_ENCODE_BYTES` each) in parallel. For a reply JS waits for with nothing else to do: a
 /// cursor's first, and every reply of a change stream, which reads nothing ahead. Encoding a whole
-/// 1,000-document reply before JS may start took longer than decoding it in JS. Returns what encodes the first batch (and then starts the others), and the others.
+/// 1,000-document reply before JS may start took longer than decoding it in JS. Returns what
+/// encodes the first batch (and then starts the others), and the others.
 pub fn encode_reply_in_parts(
     batch: RawBatch,
     output: BatchOutput,

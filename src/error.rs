@@ -199,13 +199,9 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
             dns_payload(message).unwrap_or_else(|| json!({ "kind": "parse", "message": message }))
         }
         ErrorKind::InvalidTlsConfig { message, .. } => json!({ "kind": "parse", "message": message }),
-        // BSON that does not parse (a reply a broken server or proxy cut or bent: a wrong document
-        // or message length): js-bson's BSONError, the class the official driver's parser throws
-        // for it (a BSONOffsetError), not a MongoRuntimeError.
-        ErrorKind::Bson(_) | ErrorKind::BsonDeserialization(_) => {
-            json!({ "kind": "bson", "message": format!("invalid BSON: {message}") })
-        }
-        ErrorKind::InvalidResponse { message: reply, .. } if reply.contains("BSON error") => {
+        // js-bson's BSONError, the class the official driver's parser throws for such a reply (a
+        // BSONOffsetError), not a MongoRuntimeError.
+        kind if is_unparsable_bson(kind) => {
             json!({ "kind": "bson", "message": format!("invalid BSON: {message}") })
         }
         // A load balancer whose hello has no `serviceId`: the crate's message is the official
@@ -436,10 +432,12 @@ fn dns_payload(message: &str) -> Option<serde_json::Value> {
     } else {
         "querySrv"
     };
-    let code = if message.contains("no records found") && message.ends_with("(NODATA)") {
-        "ENODATA"
-    } else if message.contains("no records found") {
-        "ENOTFOUND"
+    let code = if message.contains("no records found") {
+        if message.ends_with("(NODATA)") {
+            "ENODATA"
+        } else {
+            "ENOTFOUND"
+        }
     } else if message.contains("timed out") {
         "ETIMEOUT"
     } else {
@@ -455,6 +453,16 @@ fn dns_payload(message: &str) -> Option<serde_json::Value> {
     };
     // node:dns's own error, which the official driver throws as it is (a plain `Error`).
     Some(json!({ "kind": "dns", "message": message, "code": code, "syscall": syscall, "hostname": name }))
+}
+
+/// Whether the crate could not parse BSON it received (a reply a broken server or proxy cut or
+/// bent: a wrong document or message length).
+fn is_unparsable_bson(kind: &ErrorKind) -> bool {
+    match kind {
+        ErrorKind::Bson(_) | ErrorKind::BsonDeserialization(_) => true,
+        ErrorKind::InvalidResponse { message, .. } => message.contains("BSON error"),
+        _ => false,
+    }
 }
 
 /// A failure on a connection to the server at `address` (a heartbeat's), as `napi::Error`'s

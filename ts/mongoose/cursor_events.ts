@@ -45,8 +45,6 @@ interface CloseState {
 /** Beside the cursor rather than on it: the cursor keeps the shape rumongo made it with. */
 const closeStates = new WeakMap<object, CloseState>()
 
-type WithState = CursorLike
-
 /**
  * Per cursor class, the prototype that adds the event to it (between the cursor and its class's
  * prototype): defining the ~23 methods once per class instead of as own properties of every cursor
@@ -67,7 +65,7 @@ export function withCloseEvent<T extends object>(cursor: T): T {
   return cursor
 }
 
-function stateOf(cursor: WithState): CloseState {
+function stateOf(cursor: CursorLike): CloseState {
   let state = closeStates.get(cursor)
   if (state === undefined) {
     state = { emitted: false }
@@ -76,7 +74,7 @@ function stateOf(cursor: WithState): CloseState {
   return state
 }
 
-function emitClose(cursor: WithState): void {
+function emitClose(cursor: CursorLike): void {
   const state = stateOf(cursor)
   if (state.emitted) return
   state.emitted = true
@@ -93,7 +91,7 @@ function eventfulPrototype(base: object): object {
     Object.defineProperty(eventful, name, { value, writable: true, configurable: true })
   for (const name of EMITTER_METHODS) {
     const method = EventEmitter.prototype[name] as (...args: unknown[]) => unknown
-    define(name, function (this: WithState, ...args: unknown[]) {
+    define(name, function (this: CursorLike, ...args: unknown[]) {
       const events = (stateOf(this).events ??= new EventEmitter())
       const result = method.apply(events, args)
       // The chaining methods return the emitter: the caller gets the cursor, as from the official one.
@@ -103,7 +101,7 @@ function eventfulPrototype(base: object): object {
   for (const name of READS) {
     const read = (base as Record<string, unknown>)[name]
     if (typeof read !== 'function') continue
-    define(name, function (this: WithState, ...args: unknown[]) {
+    define(name, function (this: CursorLike, ...args: unknown[]) {
       return (read.apply(this, args) as Promise<unknown>).then(
         (value) => {
           if (ended(this)) emitClose(this)
@@ -117,11 +115,11 @@ function eventfulPrototype(base: object): object {
     })
   }
   const close = (base as Record<string, unknown>).close as (...args: unknown[]) => Promise<void>
-  define('close', function (this: WithState, ...args: unknown[]) {
+  define('close', function (this: CursorLike, ...args: unknown[]) {
     return close.apply(this, args).finally(() => emitClose(this))
   })
   const rewind = (base as Record<string, unknown>).rewind as (...args: unknown[]) => unknown
-  define('rewind', function (this: WithState, ...args: unknown[]) {
+  define('rewind', function (this: CursorLike, ...args: unknown[]) {
     stateOf(this).emitted = false
     return rewind.apply(this, args)
   })
