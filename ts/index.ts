@@ -98,7 +98,12 @@ export type {
   RootFilterOperators,
 } from './types/filter.js'
 export type { JsonFormat, JsonOptions, PipeJsonResult } from './json.js'
-export { AbstractCursor, CURSOR_FLAGS, type CursorFlag } from './cursor/abstract_cursor.js'
+export {
+  AbstractCursor,
+  CURSOR_FLAGS,
+  type AbstractCursorEvents,
+  type CursorFlag,
+} from './cursor/abstract_cursor.js'
 export {
   ArrowCursor,
   type AggregateArrowOptions,

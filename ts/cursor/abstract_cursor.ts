@@ -31,6 +31,7 @@ import type { ReadConcernLike } from '../options.js'
 import { ReadConcern, ReadPreference, type ReadPreferenceMode } from '../read_preference.js'
 import { learnDocumentSize } from './batch_size.js'
 import { checkFunction, describe } from '../validate.js'
+import { TypedEventEmitter } from '../events.js'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
 export interface CursorSource {
@@ -71,13 +72,22 @@ export const CURSOR_FLAGS = [
 ] as const
 export type CursorFlag = (typeof CURSOR_FLAGS)[number]
 
+/** The events a cursor emits, as the official driver's `AbstractCursorEvents`. */
+export type AbstractCursorEvents = {
+  /** Once per run of the query, when it is cleaned up: closed, failed, or its last batch taken. */
+  close(): void
+}
+
 /**
  * A cursor over query results. Lazy: nothing is sent until the first read.
  * Also a thenable, so `await collection.find(filter)` resolves to the array of all documents.
+ * An event emitter, as the official cursor (see `AbstractCursorEvents`, and below the class).
  */
 export abstract class AbstractCursor<TSchema = Document>
   implements AsyncIterable<TSchema>, PromiseLike<TSchema[]>, ClientCursor
 {
+  /** The event emitted once the cursor is cleaned up (see `AbstractCursorEvents`). */
+  static readonly CLOSE = 'close' as const
   readonly #source: CursorSource
   /** What each server batch is prepared as, and how it becomes this cursor's items. */
   readonly #format: BatchFormat
@@ -172,13 +182,12 @@ export abstract class AbstractCursor<TSchema = Document>
   }
 
   /**
-   * True once the cursor is exhausted, failed or closed. Closed by its client, it holds what was
-   * buffered (`readBufferedDocuments()` still takes it) and is closed once that is taken, as the
-   * official cursor's.
+   * True once the run ended (failed, closed, by its client too, or the server's last batch taken)
+   * and nothing is left buffered, as the official cursor's: what is buffered then (the last batch,
+   * or what a close left, which `readBufferedDocuments()` still takes) is taken first.
    */
   get closed(): boolean {
-    if (this.#state === 'closed') return this.bufferedCount() === 0
-    return this.#state === 'exhausted' || this.#state === 'failed'
+    return this.#running() ? false : this.bufferedCount() === 0
   }
 
   /** The server cursor's id once the first batch arrived (`Long(0)` once the server has no more). */
@@ -270,10 +279,10 @@ export abstract class AbstractCursor<TSchema = Document>
   /** Buffers the documents of `openWithoutCursor` as the cursor's only batch. */
   #serveAnswer(documents: unknown[]): boolean {
     if (this.#state !== 'opening') return false
-    this.#state = 'open'
     this.#serverHasMore = false
     this.#buffer = documents
     this.#position = 0
+    this.#end('exhausted')
     return documents.length > 0
   }
 
@@ -485,28 +494,41 @@ export abstract class AbstractCursor<TSchema = Document>
   }
 
   /**
-   * Kills the server cursor if still open and drops buffered documents; resolves once the server
+   * Kills the server cursor if still open; resolves once the server
    * answered the killCursors (or after a bound: a server that does not answer does not hold it).
    * The getMores fetched ahead are dropped where they stand, and a read in flight resolves to
    * `null`. Idempotent. A failed cursor stays failed (its reads keep rejecting) until `rewind()`.
    */
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    return this.#close(true)
+  }
+
+  /** `close()`; `emits`: whether it emits `'close'` (not when `rewind()` closes the run). */
+  async #close(emits: boolean): Promise<void> {
     if (this.#state === 'failed') return this.#killing
-    if (this.#state === 'closed') return
+    // Exhausted: nothing to kill, and what is buffered reads on, as after the official close().
+    if (this.#state === 'closed' || this.#state === 'exhausted') return
     // During the find or aggregate, close() does not wait for it (a server that does not answer
     // would hold it): what it opens is killed once it answers (see `#fetchNonEmptyBatch`).
     const moreForReader = this.#moreForReader || this.#serverCursorOpen()
-    if (this.#state === 'open' && moreForReader) this.#killed = true
+    if (this.#state === 'open' && moreForReader) this.#kill()
+    // An exhausted cursor said 'close' as its last batch was taken.
+    emits &&= this.#running()
     this.#state = 'closed'
     this.#untrack()
-    this.#buffer = []
-    this.#position = 0
+    // What is buffered stays counted (and `readBufferedDocuments()` takes it), as in the official
+    // cursor, which is `closed` once it is taken; reads say what a closed cursor says.
     this.#ahead = []
     const native = this.#native
     this.#native = null
     // A drained native cursor has nothing to kill: no round trip to the runtime (findOne, and
     // every result of one batch, closes its cursor).
-    if (native && (this.#serverHasMore || moreForReader)) await callNative(() => native.close())
+    try {
+      if (native && (this.#serverHasMore || moreForReader)) await callNative(() => native.close())
+    } finally {
+      // Once the kill is answered, as the official cursor (whose close() awaits its killCursors).
+      if (emits) this.#emitClose()
+    }
   }
 
   /**
@@ -517,16 +539,27 @@ export abstract class AbstractCursor<TSchema = Document>
    */
   closedByClient(): void {
     if (this.#state !== 'open' || (this.#id !== undefined && !this.#moreForReader)) return
-    this.#killed = true
+    this.#kill()
     this.#state = 'closed'
     this.#native = null
     this.#ahead = []
     this.#untrack()
+    closedByTheirClient.add(this)
+    this.#emitClose()
   }
 
   /**
-   * Closes the cursor and resets it so the next read runs the query again. As with the official
-   * driver (whose `rewind()` returns nothing), a read may follow at once without awaiting it.
+   * @internal Whether its client's close() closed it while the server held more (see
+   * `closedByClient`): a reader built on it (an Arrow cursor) drops what it prepared ahead.
+   */
+  get closedByItsClient(): boolean {
+    return closedByTheirClient.has(this)
+  }
+
+  /**
+   * Closes the cursor and resets it so the next read runs the query again (and emits `'close'`
+   * again at its end). As with the official driver (whose `rewind()` returns nothing), a read may
+   * follow at once without awaiting it.
    */
   rewind(): Promise<void> {
     const rewinding = this.#rewind()
@@ -540,7 +573,9 @@ export abstract class AbstractCursor<TSchema = Document>
 
   async #rewind(): Promise<void> {
     const fetching = this.#fetching
-    await this.close()
+    // The official rewind() drops the run without its 'close' (nor a killCursors, which rumongo
+    // sends: the server cursor would otherwise stay open until it times out).
+    await this.#close(false)
     // A read in flight ends once closed (a getMore is dropped; a find, once it answers): it must
     // not touch the cursor once reset.
     await fetching?.catch(() => false)
@@ -556,6 +591,16 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#replyPartsLeft = 0
     this.#id = undefined
     this.#killed = false
+    closedByTheirClient.delete(this)
+  }
+
+  /**
+   * The server cursor is killed (closed or failed while open, or its client closed): `killed`, and
+   * the id reads 0, as the official cursor's once it sends the killCursors.
+   */
+  #kill(): void {
+    this.#killed = true
+    this.#id = Long.ZERO
   }
 
   /** Whether the server still holds this cursor (a closing or failing read kills it). */
@@ -686,8 +731,11 @@ export abstract class AbstractCursor<TSchema = Document>
           throw error
         }
         this.#position = 0
-        return true
       }
+      // The reader has the server's last batch: the cursor is cleaned up now, as the official one
+      // is when that batch arrives ('close' before the read resolves; `closed` once it is taken).
+      if (!batch.hasMore) this.#end('exhausted')
+      if (batch.count > 0) return true
       if (once) return false
     }
     return false
@@ -722,12 +770,32 @@ export abstract class AbstractCursor<TSchema = Document>
     )
   }
 
-  /** Stops reading: the native cursor is drained, or dropped after a failure. */
+  /**
+   * Stops reading: the native cursor is drained, or dropped after a failure. What is buffered
+   * stays readable once exhausted.
+   */
   #end(state: 'exhausted' | 'failed'): void {
+    const emits = this.#running()
     this.#state = state
     this.#untrack()
     this.#native = null
     this.#ahead = []
+    if (emits) this.#emitClose()
+  }
+
+  /** Whether the run has not ended yet (nor emitted `'close'`). */
+  #running(): boolean {
+    return this.#state === 'new' || this.#state === 'opening' || this.#state === 'open'
+  }
+
+  /**
+   * The official cursor's `'close'`, once per run: every path that ends a run (`#end`, `close()`,
+   * `closedByClient()`) leaves a state that does not emit again until `rewind()`. EventEmitter's
+   * methods create the listener table with the first listener: a cursor nobody listens to has
+   * none, and this costs a property read.
+   */
+  #emitClose(): void {
+    this.emit('close')
   }
 
   /**
@@ -736,9 +804,9 @@ export abstract class AbstractCursor<TSchema = Document>
    */
   #fail(error: unknown): void {
     if (this.#state === 'closed') return
-    if (this.#serverCursorOpen()) this.#killed = true
-    this.#end('failed')
+    if (this.#serverCursorOpen()) this.#kill()
     this.#failure = error
+    this.#end('failed')
   }
 
   /**
@@ -747,9 +815,8 @@ export abstract class AbstractCursor<TSchema = Document>
    */
   #abandon(error: unknown): void {
     const native = this.#native
+    // What is buffered stays counted, as in the official cursor (which closes itself here).
     this.#fail(error)
-    this.#buffer = []
-    this.#position = 0
     if (native && this.#state === 'failed') this.#killing = callNative(() => native.close()).catch(() => {})
   }
 
@@ -761,6 +828,17 @@ export abstract class AbstractCursor<TSchema = Document>
     if (this.#state === 'failed') throw cursorFailedEarlier(this.#failure)
   }
 }
+
+// The cursor is an EventEmitter as the official one (`instanceof EventEmitter`, its methods), without
+// running EventEmitter's constructor for each cursor: Node's methods create the listener table on
+// the first listener (`_events` undefined until then), so a cursor nobody listens to costs nothing
+// more (a find or findOne reads through a cursor).
+Object.setPrototypeOf(AbstractCursor.prototype, TypedEventEmitter.prototype)
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
+export interface AbstractCursor<TSchema = Document> extends TypedEventEmitter<AbstractCursorEvents> {}
+
+/** The cursors `closedByClient()` closed: beside them, no field on every cursor for it. */
+const closedByTheirClient = new WeakSet<AbstractCursor<unknown>>()
 
 /** What `CursorIterator` reads: any cursor's `next()` and `close()`. */
 type IteratedCursor<T> = { next(): Promise<T | null>; close(): Promise<void> }

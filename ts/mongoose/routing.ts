@@ -16,7 +16,6 @@ import {
   MongoParseError,
 } from '../errors.js'
 import type { ConnectionClients } from './clients.js'
-import { withCloseEvent } from './cursor_events.js'
 import {
   ROUTED_METHODS,
   type MongooseFallbackReason,
@@ -175,12 +174,11 @@ export class Router {
  * A rumongo cursor as Mongoose (and the application, through `QueryCursor#cursor`) expects the
  * official one. It is awaitable (it resolves to `toArray()`), the official driver's is not: Mongoose
  * awaits the cursor `find()` returns and calls `toArray()` on it, and its collection wrapper treats
- * a thenable result as the operation's promise. An own `then` of `undefined` hides the method. And
- * the official cursor emits `'close'` (see cursor_events.ts).
+ * a thenable result as the operation's promise. An own `then` of `undefined` hides the method.
  */
 function officialCursor(cursor: object): object {
   Object.defineProperty(cursor, 'then', { value: undefined })
-  return withCloseEvent(cursor)
+  return cursor
 }
 
 /**
