@@ -14,6 +14,7 @@ import {
   callNativeSync,
   cursorFailedEarlier,
   MongoArrowTypeMismatchError,
+  MongoCursorExhaustedError,
   MongoInvalidArgumentError,
 } from '../errors.js'
 import {
@@ -165,7 +166,7 @@ export function aggregateArrowCursor(
  * `failed`: building a record batch failed (a getMore, the encode, a type mismatch with
  * `onTypeMismatch: 'error'`); every later read rejects instead of passing for the end of the results.
  */
-type ArrowCursorState = 'open' | 'exhausted' | 'failed' | 'closed'
+type ArrowCursorState = 'open' | 'exhausted' | 'failed' | 'closed' | 'closedByClient'
 
 /**
  * A cursor of Arrow record batches: one per server batch by default (see
@@ -174,7 +175,8 @@ type ArrowCursorState = 'open' | 'exhausted' | 'failed' | 'closed'
  * read. Reads are served one after another in call order, concurrent ones included. A read that
  * fails (its own or the one built ahead for it) rejects, and every later read rejects with
  * `MongoCursorExhaustedError`. Leaving a `for await` early, `close()`, or closing the client kills
- * the server cursor.
+ * the server cursor; after the client's close, every read throws `MongoCursorExhaustedError` (its
+ * record batch built ahead dropped), as a find cursor's, unless the server's last batch was in.
  */
 export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   readonly #documents: AbstractCursor<DocumentBatch>
@@ -228,9 +230,9 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
     return this.#rows
   }
 
-  /** True once closed, exhausted or failed. */
+  /** True once closed (by its client too), exhausted or failed. */
   get closed(): boolean {
-    return this.#state !== 'open'
+    return this.#state !== 'open' || this.#documents.closedByItsClient
   }
 
   /**
@@ -263,6 +265,14 @@ export class ArrowCursor implements AsyncIterable<ApacheArrow.RecordBatch> {
   }
 
   async #read(): Promise<IpcBatch | null> {
+    if (this.#documents.closedByItsClient && (this.#state === 'open' || this.#state === 'failed')) {
+      // Its client closed while the server held more (and killed the server cursor): as a find
+      // cursor's, every read started after that throws, even with a record batch built ahead (or
+      // the build ahead failed by the close: its documents' cursor was open, so nothing else did).
+      this.#state = 'closedByClient'
+      this.#ahead = null
+    }
+    if (this.#state === 'closedByClient') throw new MongoCursorExhaustedError()
     const ahead = this.#ahead
     this.#ahead = null
     if (ahead === null) {
