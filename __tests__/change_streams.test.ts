@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest'
 import { Decimal128, Long, ObjectId, Timestamp, type Document } from 'bson'
 import { MongoClient as OfficialClient } from 'mongodb'
 import { MongoClient, MongoCursorExhaustedError } from 'rumongo'
-import { CLOSE_CONNECTION, type WireReply } from './setup/wire_server.js'
+import { CLOSE_CONNECTION, replyMessage, type WireReply } from './setup/wire_server.js'
 import {
   eventToken,
   insertEvent,
@@ -508,6 +508,66 @@ describe('watch() against the official driver on a fake replica-set primary', ()
       'killCursors',
     ])
   })
+
+  it.each([
+    ['invalid UTF-8', (reply: Buffer, at: number) => (reply[at] = 0xff)],
+    // The type byte of the `name` field: 0x02 'name\0' int32 'item 400\0'.
+    ['an unknown BSON type', (reply: Buffer, at: number) => (reply[at - 10] = 0x77)],
+  ])(
+    'a getMore reply handed over in parts with %s in an event of a later part: the events before it, then its error, as the official driver',
+    async (_, corrupt) => {
+      // The official driver decodes each event as it is read: every event before the bad one, then
+      // its BSONError. rumongo decoded the part holding the bad event (which Rust could not tape)
+      // at once: only the events of the parts before it came (about 100 of the 400), then the error.
+      const events = Array.from({ length: 605 }, (_, n) => itemInserted(n))
+      const BAD = 405
+      const reply = (requestId: number) => {
+        const nextBatch = events.slice(5).map((event, n) => ({ _id: eventToken(n + 5), ...event }))
+        const document = {
+          cursor: {
+            nextBatch,
+            postBatchResumeToken: { _data: 'pb605' },
+            id: Long.fromNumber(7001),
+            ns: 'test.items',
+          },
+          operationTime: new Timestamp({ t: 1_700_000_000, i: 0 }),
+          ok: 1,
+        }
+        const bytes = replyMessage(requestId, 2013, document)
+        corrupt(bytes, bytes.indexOf(`item ${BAD}\0`))
+        return bytes
+      }
+      const seen = await both(
+        {
+          events,
+          batchSize: 600,
+          firstBatchSize: 5,
+          fault: (name, count) =>
+            name === 'getMore' && count === 1
+              ? { bytes: (requestId: number) => reply(requestId) }
+              : undefined,
+        },
+        watchItems(),
+        async (stream) => {
+          const read: unknown[] = []
+          for (;;) {
+            try {
+              const event = await stream.next()
+              read.push([event.fullDocument.n, stream.bufferedCount()])
+            } catch (error) {
+              read.push(failure(error), stream.closed)
+              return read
+            }
+          }
+        },
+      )
+      expectSame(seen)
+      const read = seen.rumongo.result
+      expect(read.length).toBe(BAD + 2)
+      expect(read[BAD - 1]).toEqual([BAD - 1, 600 - (BAD - 5)])
+      expect(read[BAD]).toMatchObject({ name: 'BSONError' })
+    },
+  )
 
   it('ends after an invalidate event as the official driver (the server closed the cursor)', async () => {
     const script = {

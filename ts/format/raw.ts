@@ -9,7 +9,7 @@ import type { DeserializeOptions } from '../bson.js'
 import type { DocumentBatch } from '../native.cjs'
 
 /** What a batch without documents' bytes reads as (Rust leaves an empty buffer out). */
-const NO_DOCUMENTS = Buffer.alloc(0)
+export const NO_DOCUMENTS = Buffer.alloc(0)
 
 /** `raw: true`: each document as a Buffer view of its BSON. */
 export function splitDocuments(batch: DocumentBatch): Buffer[] {
