@@ -280,11 +280,21 @@ describe('cursor forms', () => {
   })
 
   it('closes early on break and can be closed explicitly', async () => {
-    const cursor = rumongo('orders').find({}, { batchSize: 10 })
-    let seen = 0
-    for await (const _ of cursor) if (++seen === 15) break
-    expect(seen).toBe(15)
-    expect(cursor.closed).toBe(true)
+    // Closed and killed, 5 documents left buffered: `closed` only once they are taken, as the
+    // official cursor's.
+    const states = []
+    for (const cursor of [
+      rumongo('orders').find({}, { batchSize: 10 }),
+      official('orders').find({}, { batchSize: 10 }),
+    ]) {
+      let seen = 0
+      for await (const _ of cursor) if (++seen === 15) break
+      states.push([seen, cursor.closed, cursor.killed, cursor.bufferedCount()])
+    }
+    expect(states).toEqual([
+      [15, false, true, 5],
+      [15, false, true, 5],
+    ])
     const explicit = rumongo('orders').find({}, { batchSize: 10 })
     await explicit.next()
     await explicit.close()

@@ -834,7 +834,6 @@ export abstract class AbstractCursor<TSchema = Document>
 // the first listener (`_events` undefined until then), so a cursor nobody listens to costs nothing
 // more (a find or findOne reads through a cursor).
 Object.setPrototypeOf(AbstractCursor.prototype, TypedEventEmitter.prototype)
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export interface AbstractCursor<TSchema = Document> extends TypedEventEmitter<AbstractCursorEvents> {}
 
 /** The cursors `closedByClient()` closed: beside them, no field on every cursor for it. */
