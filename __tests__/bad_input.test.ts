@@ -229,7 +229,7 @@ const TABLE: [string, string, () => unknown, [ErrorClass, string]][] = [
   ['cursor.map', 'a started cursor', () => started().map((x) => x), IN_USE],
   ['cursor.next', 'a cursor closed while open on the server', () => killedCursor.next(), EXHAUSTED],
   ['cursor.tryNext', 'a cursor closed while open on the server', () => killedCursor.tryNext(), EXHAUSTED],
-  ['cursor.nextBatch', 'a closed cursor', () => closedCursor.nextBatch(), EXHAUSTED],
+  ['cursor.nextBatch', 'a cursor closed while open on the server', () => killedCursor.nextBatch(), EXHAUSTED],
   ['cursor.prefetch', 'a string', () => items.find().prefetch(any('2')), INVALID],
   ['cursor.prefetch', 'a started cursor', () => started().prefetch(2), IN_USE],
   ['cursor.sort', 'a closed cursor', () => closedCursor.sort({ a: 1 }), IN_USE],
@@ -379,13 +379,15 @@ describe('bad input: one row per public method and bad input', () => {
   })
 
   it('documented behaviour, not errors: clone, rewind and connect on a closed cursor or client', async () => {
-    // A closed cursor's reads end quietly (next() says null once its server cursor was done), as
-    // in the official driver.
+    // A cursor closed once its server cursor was done reads on what it holds, then ends quietly
+    // (null), as in the official driver (compared in cursor_events.test.ts).
+    expect((await closedCursor.next())?.a).toBe(2)
+    expect((await closedCursor.tryNext())?.a).toBe(3)
     expect(await closedCursor.next()).toBeNull()
-    expect(await closedCursor.tryNext()).toBeNull()
     await drain(closedCursor.stream())
-    expect(await closedShadowCursor.next()).toBeNull()
+    expect((await closedShadowCursor.next())?.a).toBe(2)
     await drain(closedShadowCursor.stream())
+    expect(await closedShadowCursor.next()).toBeNull()
     // A closed cursor's clone() and rewind() run the query again, as in the official driver.
     expect(await closedCursor.clone().toArray()).toHaveLength(3)
     const rewound = items.find({})
