@@ -133,13 +133,14 @@ describe('a batch that fails to decode in JS', () => {
     const { metrics } = await reference.db('admin').command({ serverStatus: 1 })
     return Number(metrics.cursor.open.total)
   }
-  /** js-bson's error for the bad document, as the official driver throws it. */
-  const officialError = async () => {
-    const cursor = reference.db('bench').collection('utf8').find({}, { batchSize: 2 })
+  /** What the official driver reads before the bad document, and js-bson's error for it. */
+  const officialRead = async (batchSize: number) => {
+    const cursor = reference.db('bench').collection('utf8').find({}, { batchSize })
+    const read: number[] = []
     try {
-      for (;;) await cursor.next()
+      for (;;) read.push((await cursor.next())!.n)
     } catch (error) {
-      return error as Error
+      return { read, error: error as Error }
     } finally {
       await cursor.close()
     }
@@ -160,27 +161,31 @@ describe('a batch that fails to decode in JS', () => {
     ['find', () => items().find({}, { batchSize: 2 })],
     ['findCursor', () => items().findCursor({}, { batchSize: 2 })],
     ['aggregate', () => items().aggregate([], { batchSize: 2 })],
-  ])('%s: next() fails at the bad batch, then every read rejects', async (_, open) => {
-    const expected = await officialError()
-    const cursor = open() as AbstractCursor<Document>
-    const read: number[] = []
-    let failure: unknown
-    try {
-      for (;;) {
-        const document = await cursor.next()
-        if (document === null) break
-        read.push(document.n)
+  ])(
+    '%s: next() returns the documents before the bad one, fails at it, then every read rejects',
+    async (_, open) => {
+      const { read: officialDocuments, error: expected } = await officialRead(2)
+      const cursor = open() as AbstractCursor<Document>
+      const read: number[] = []
+      let failure: unknown
+      try {
+        for (;;) {
+          const document = await cursor.next()
+          if (document === null) break
+          read.push(document.n)
+        }
+      } catch (error) {
+        failure = error
       }
-    } catch (error) {
-      failure = error
-    }
-    expect(failure).toBeInstanceOf(Error)
-    expect((failure as Error).constructor).toBe(expected!.constructor)
-    expect((failure as Error).message).toBe(expected!.message)
-    // The documents before the failed batch, none after it.
-    expect(read).toEqual([0, 1, 2, 3])
-    await expectFailedForGood(cursor)
-  })
+      expect(failure).toBeInstanceOf(Error)
+      expect((failure as Error).constructor).toBe(expected!.constructor)
+      expect((failure as Error).message).toBe(expected!.message)
+      // The documents before the bad one (its batch's too, as the official driver), none after it.
+      expect(read).toEqual([0, 1, 2, 3, 4])
+      expect(read).toEqual(officialDocuments)
+      await expectFailedForGood(cursor)
+    },
+  )
 
   it('toArray() and for await reject instead of returning the documents around the bad one', async () => {
     await expect(items().find({}, { batchSize: 2 }).toArray()).rejects.toThrow('Invalid UTF-8')
@@ -189,14 +194,24 @@ describe('a batch that fails to decode in JS', () => {
       for await (const document of items().find({}, { batchSize: 2 })) seen.push(document.n)
     }
     await expect(iterate()).rejects.toThrow('Invalid UTF-8')
-    expect(seen).toEqual([0, 1, 2, 3])
+    expect(seen).toEqual([0, 1, 2, 3, 4])
     await expect.poll(openCursors, { timeout: 5000 }).toBe(0)
   })
 
-  it('in the first batch too', async () => {
-    const cursor = items().find({}, { batchSize: 8 })
-    await expect(cursor.next()).rejects.toThrow('Invalid UTF-8')
-    await expectFailedForGood(cursor)
+  it('in the first batch too, and with the bad document first in its batch', async () => {
+    for (const batchSize of [8, 5]) {
+      const { read: officialDocuments } = await officialRead(batchSize)
+      const cursor = items().find({}, { batchSize })
+      const read: number[] = []
+      await expect(
+        (async () => {
+          for (;;) read.push((await cursor.next())!.n)
+        })(),
+      ).rejects.toThrow('Invalid UTF-8')
+      expect(read).toEqual([0, 1, 2, 3, 4])
+      expect(read).toEqual(officialDocuments)
+      await expectFailedForGood(cursor)
+    }
   })
 
   it('a shadowed find fails on the served side and does not carry on', async () => {

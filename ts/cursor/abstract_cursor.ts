@@ -8,6 +8,7 @@ import { Long, type Document } from 'bson'
 import type { ActiveCursors, ClientCursor } from '../active_cursors.js'
 import type { ResolvedBSONOptions } from '../bson.js'
 import { DOCUMENTS, type BatchFormat } from '../format/index.js'
+import { DecodedBeforeFailure } from '../format/raw.js'
 import {
   callNative,
   MongoClientClosedError,
@@ -649,6 +650,12 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** `once`: at most one server batch, even an empty one (a tailable cursor's `tryNext`). */
   async #fetchNonEmptyBatch(once = false): Promise<boolean> {
+    // The documents before one that did not decode are read: now its error.
+    if (this.#failure !== undefined && this.#state !== 'failed') {
+      const failure = this.#failure
+      this.#abandon(failure)
+      throw failure
+    }
     if (this.#state === 'new') {
       this.#state = 'opening'
       let firstBatch: DocumentBatch | undefined
@@ -725,10 +732,15 @@ export abstract class AbstractCursor<TSchema = Document>
         try {
           this.#buffer = this.#decode!(batch)
         } catch (error) {
-          // A batch that does not decode (invalid UTF-8, ...): reading on would skip its
-          // documents, so the cursor fails.
-          this.#abandon(error)
-          throw error
+          if (!(error instanceof DecodedBeforeFailure) || error.documents.length === 0) {
+            const failure = error instanceof DecodedBeforeFailure ? error.cause : error
+            this.#abandon(failure)
+            throw failure
+          }
+          // A document that does not decode (invalid UTF-8, ...): the ones before it are read
+          // first, as the official driver's; then the cursor fails (reading on would skip it).
+          this.#buffer = error.documents
+          this.#failure = error.cause
         }
         this.#position = 0
       }

@@ -8,7 +8,7 @@
 import { BSON, type Document } from 'bson'
 import { toDeserializeOptions, type ResolvedBSONOptions } from '../bson.js'
 import { BatchOutput, type DocumentBatch } from '../native.cjs'
-import { deserializeAll, NO_DOCUMENTS, splitDocuments } from './raw.js'
+import { deserializeAll, deserializeUntilFailure, NO_DOCUMENTS, splitDocuments } from './raw.js'
 import { isTaped, tapeDecoder, tapeReader } from './tape.js'
 
 /** A batch format: what the native side prepares, and how JS decodes it. */
@@ -46,7 +46,12 @@ export const DOCUMENTS: BatchFormat = {
   output: (bsonOptions) => (bsonOptions.raw ? BatchOutput.Raw : BatchOutput.Tape),
   decoder(bsonOptions) {
     const decoder = createDecoder(bsonOptions)
-    return (batch) => decoder.decodeBatch(batch)
+    const deserialize = toDeserializeOptions(bsonOptions)
+    // No tape: a document Rust could not tape (see `DecodedBeforeFailure`).
+    return (batch) =>
+      bsonOptions.raw || isTaped(batch)
+        ? decoder.decodeBatch(batch)
+        : deserializeUntilFailure(batch, deserialize)
   },
 }
 

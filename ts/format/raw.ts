@@ -25,9 +25,40 @@ export function splitDocuments(batch: DocumentBatch): Buffer[] {
   return result
 }
 
+/**
+ * What `deserializeAll` throws when a document does not decode: the documents before it, and its
+ * error. The official driver decodes each document as it is read, so a reader returns these first
+ * and then fails with `cause`. Internal: a cursor unwraps it.
+ */
+export class DecodedBeforeFailure extends Error {
+  constructor(
+    readonly documents: Document[],
+    override readonly cause: unknown,
+  ) {
+    super('a document of the batch does not decode')
+  }
+}
+
 /** The batch through js-bson, as the official driver decodes it (also the source of its errors). */
 export function deserializeAll(batch: DocumentBatch, options: DeserializeOptions): Document[] {
   const documents: Document[] = new Array(batch.count)
   BSON.deserializeStream(batch.documents ?? NO_DOCUMENTS, 0, batch.count, documents, 0, options)
+  return documents
+}
+
+/**
+ * `deserializeAll` for a cursor's batch.
+ * @throws DecodedBeforeFailure when a document does not decode.
+ */
+export function deserializeUntilFailure(batch: DocumentBatch, options: DeserializeOptions): Document[] {
+  const documents: Document[] = new Array(batch.count)
+  try {
+    BSON.deserializeStream(batch.documents ?? NO_DOCUMENTS, 0, batch.count, documents, 0, options)
+  } catch (error) {
+    // js-bson fills the array in order: the documents before the bad one are there.
+    let decoded = 0
+    while (decoded < documents.length && documents[decoded] !== undefined) decoded++
+    throw new DecodedBeforeFailure(documents.slice(0, decoded), error)
+  }
   return documents
 }
