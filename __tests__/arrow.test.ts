@@ -437,11 +437,16 @@ describe('streaming', () => {
 
   it('leaving a for await early kills the server cursor', async () => {
     const cursor = ours('many').findArrowCursor({}, { sort: { n: 1 }, batchSize: 100 })
-    for await (const _ of cursor) break
+    let id = cursor.id
+    for await (const _ of cursor) {
+      id = cursor.id
+      break
+    }
     expect(cursor.closed).toBe(true)
-    const id = cursor.id!
-    expect(id.isZero()).toBe(false)
-    expect(await settled(() => cursorAlive(id, 'many'), false)).toBe(false)
+    expect(id!.isZero()).toBe(false)
+    // Killed, its id reads 0, as a find cursor's (and the official cursor's).
+    expect(cursor.id!.isZero()).toBe(true)
+    expect(await settled(() => cursorAlive(id!, 'many'), false)).toBe(false)
   })
 
   it('a type mismatch error kills the server cursor', async () => {
