@@ -15,7 +15,8 @@
 // bench/lib/cpuprofile_table.mjs. Under `valgrind --tool=callgrind --instr-atstart=no` with
 // CALLGRIND=1 (and --expose-gc) it runs WARMUPS (3) warm-ups, then counts the instructions of RUNS populate
 // runs only: before each, uncounted, the null driver decodes that run's documents and a full GC
-// leaves every side the same clean heap (the null driver's documents then old, as if pre-tenured).
+// leaves every side the same clean heap (the null driver's documents then old, as if pre-tenured;
+// with NULL_YOUNG=1 decoded after the GC, young as the documents a driver hands over).
 import { execFileSync } from 'node:child_process'
 import { Session } from 'node:inspector/promises'
 import { writeFileSync } from 'node:fs'
@@ -31,6 +32,7 @@ if (process.argv[2] === '--write-parents') {
 const [uri, side, mode, out] = process.argv.slice(2)
 const RUNS = Number(process.env.RUNS ?? 5)
 const callgrind = process.env.CALLGRIND === '1'
+const youngNullDocuments = process.env.NULL_YOUNG === '1'
 const { default: mongoose } = await import('mongoose')
 const { mongoosePlugin } = side === 'plugin' ? await import(process.env.RUMONGO ?? 'rumongo') : {}
 const plugin = side === 'plugin' ? mongoosePlugin() : undefined
@@ -44,14 +46,22 @@ const Orders = connection.model('orders', mongooseSchema(instance, 'orders'), 'o
 const Parents = connection.model('parents', parentSchema(instance), 'parents')
 const withMode = (query) => (mode === 'lean' ? query.lean() : query)
 
-/** Decodes the null driver's documents for `reads` more reads of each model (a no-op on other sides). */
+/**
+ * Decodes the null driver's documents for `reads` more reads of the named models (a no-op on other
+ * sides). Called before each measured run, outside it, so that the heap holds one run's documents
+ * (decoding every run's copies up front left hundreds of MB alive, which made each run's full GCs
+ * cost more than the populate itself: the null side's wall then read 142 ms against 90 with the plugin).
+ */
 let prepareNullReads = (reads) => reads
 
 const ids = (await Parents.find({}).lean().exec()).flatMap((parent) => parent.children)
 if (side === 'null') await nullDriver()
 const parentsRead = () => withMode(Parents.find({})).exec()
+parentsRead.reads = ['parents']
 const childrenRead = () => withMode(Orders.find({ _id: { $in: ids } })).exec()
+childrenRead.reads = ['orders']
 const populate = () => withMode(Parents.find({}).populate('children')).exec()
+populate.reads = ['parents', 'orders']
 
 /** Every find of both models returns documents decoded before the measured runs. */
 async function nullDriver() {
@@ -59,8 +69,8 @@ async function nullDriver() {
     (await Model.collection.collection.find(filter).toArray()).map((document) => BSON.serialize(document))
   const bytes = { parents: await encoded(Parents, {}), orders: await encoded(Orders, { _id: { $in: ids } }) }
   const copies = { parents: [], orders: [] }
-  prepareNullReads = (reads) => {
-    for (const name of ['parents', 'orders']) {
+  prepareNullReads = (reads, names = ['parents', 'orders']) => {
+    for (const name of names) {
       for (let k = 0; k < reads; k++) copies[name].push(bytes[name].map((each) => BSON.deserialize(each)))
     }
   }
@@ -76,6 +86,7 @@ async function nullDriver() {
 async function median(op) {
   const times = []
   for (let k = 0; k < RUNS; k++) {
+    prepareNullReads(1, op.reads)
     globalThis.gc?.()
     const started = performance.now()
     await op()
@@ -92,17 +103,20 @@ async function main() {
     prepareNullReads(warmups)
     for (let k = 0; k < warmups; k++) await populate()
     for (let k = 0; k < RUNS; k++) {
-      prepareNullReads(1)
+      // NULL_YOUNG=1: the null driver's documents decoded after the GC, young as a driver's are.
+      if (!youngNullDocuments) prepareNullReads(1)
       globalThis.gc?.()
+      if (youngNullDocuments) prepareNullReads(1)
       instructions('on')
       await populate()
       instructions('off')
     }
     return { side, mode, runs: RUNS }
   }
-  // Enough copies for every read below (warm-ups, medians, profiled runs), decoded now.
-  prepareNullReads(4 * RUNS + 4)
-  for (const op of [parentsRead, childrenRead, populate]) await op() // warm-up
+  for (const op of [parentsRead, childrenRead, populate]) {
+    prepareNullReads(1, op.reads)
+    await op() // warm-up
+  }
   const phases = {
     parentsMs: await median(parentsRead),
     childrenMs: await median(childrenRead),
@@ -114,6 +128,8 @@ async function main() {
     await session.post('Profiler.enable')
     await session.post('Profiler.setSamplingInterval', { interval: 100 })
   }
+  // The profiled runs follow each other without a GC between them: their null documents are decoded first.
+  prepareNullReads(RUNS, populate.reads)
   globalThis.gc?.()
   if (out) await session.post('Profiler.start')
   const cpuBefore = process.cpuUsage()

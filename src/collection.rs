@@ -18,7 +18,7 @@ use crate::{
     error::{Error, Result},
     format::BatchOutput,
     operation::{CursorStart, Opens, Operation, ReadyOperation},
-    options::{document_from_bytes, OperationOptions},
+    options::{document_from_bytes, DeferredDocument, OperationOptions},
     session::{open_driver_cursor, SessionSlot},
 };
 
@@ -48,7 +48,7 @@ impl NativeCollection {
         output: BatchOutput,
     ) -> napi::Result<PromiseRaw<'env, OpenedCursor>> {
         let mut operation = Operation::begin(&self.client, options, "find")?;
-        let filter = document_from_bytes(filter)?;
+        let filter = DeferredDocument::new(filter);
         let taken = &mut operation.options;
         let mut find = FindOptions::default();
         find.projection = taken.document("projection")?;
@@ -97,7 +97,7 @@ impl NativeCollection {
             true,
             input,
             |(collection, filter, find, session)| async move {
-                let find = collection.find(filter).with_options(find);
+                let find = collection.find(filter.parse()?).with_options(find);
                 Ok(open_driver_cursor!(find, session))
             },
             start,
