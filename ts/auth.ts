@@ -12,6 +12,17 @@ import {
   MongoMissingCredentialsError,
 } from './errors.js'
 
+/** The authentication mechanisms (`authMechanism`), as the official driver's `AuthMechanism`. */
+export type AuthMechanism =
+  | 'DEFAULT'
+  | 'GSSAPI'
+  | 'MONGODB-AWS'
+  | 'MONGODB-OIDC'
+  | 'MONGODB-X509'
+  | 'PLAIN'
+  | 'SCRAM-SHA-1'
+  | 'SCRAM-SHA-256'
+
 /** The mechanisms for which the official driver sends a user name without a password as `''`. */
 const PASSWORD_MECHANISMS = new Set(['', 'DEFAULT', 'SCRAM-SHA-1', 'SCRAM-SHA-256', 'PLAIN'])
 

@@ -9,6 +9,9 @@ import { MongoInvalidArgumentError, MongoParseError } from './errors.js'
 import { ReadConcern, ReadPreference, ServerApiVersion, type ServerApi } from './read_preference.js'
 import { describe } from './validate.js'
 
+/** The wire compressors (`compressors`), as the official driver's `CompressorName`. */
+export type CompressorName = 'none' | 'snappy' | 'zlib' | 'zstd'
+
 /** How rumongo honours one client option. */
 type Handling =
   /** Passed in the connection string to the Rust driver, which implements it. */

@@ -177,7 +177,8 @@ export interface ServerErrorDetails extends MongoErrorOptions {
 export class MongoServerError extends MongoError {
   ok = 0
   codeName: string
-  declare code: number
+  // Always the server's number here; typed as the official driver types it (MongoError's
+  // `number | string`), so code comparing it with a string code compiles as it did there.
 
   constructor(message: string, details: ServerErrorDetails) {
     super(message, details)

@@ -18,6 +18,7 @@ import {
   nativeOidcCallback,
   passwordFor,
   takeOidcCallback,
+  type AuthMechanism,
 } from './auth.js'
 import {
   checkClientOptionNames,
@@ -29,6 +30,7 @@ import {
   parseServerApi,
   rustDriverQuery,
   uriOptionValues,
+  type CompressorName,
 } from './client_options.js'
 import { ActiveCursors } from './active_cursors.js'
 import { Db, type DbOptions } from './db.js'
@@ -50,7 +52,14 @@ import { ClientMonitor, TypedEventEmitter, type MongoClientEvents } from './even
 import { CommandLogger, type LoggingOptions } from './logging.js'
 import { NativeClient, type NativeCollection } from './native.cjs'
 import { CommandTracer, startTracing, tracerProviderRegistered } from './telemetry.js'
-import { ReadConcern, ReadPreference, type ServerApi, type ServerApiVersion } from './read_preference.js'
+import {
+  ReadConcern,
+  ReadPreference,
+  type ReadConcernLevel,
+  type ServerApi,
+  type ServerApiVersion,
+} from './read_preference.js'
+import type { ReadConcernLike, ReadPreferenceLike } from './options.js'
 import { checkSessionOptions, ClientSession, type ClientSessionOptions } from './session.js'
 import { describe } from './validate.js'
 
@@ -69,13 +78,14 @@ export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   /** The database `client.db()` opens without a name (else the connection string's, else `test`). */
   dbName?: string
   /** The client's read concern: a level or `{ level }` (same as `readConcernLevel`). */
-  readConcern?: string | { level: string }
+  readConcern?: ReadConcernLike
   authMechanismProperties?: Document
   readPreferenceTags?: Document[]
   appName?: string
-  authMechanism?: string
+  authMechanism?: AuthMechanism
   authSource?: string
-  compressors?: string | string[]
+  /** `['zstd', 'zlib']` or the connection string's form, `'zstd,zlib'`. */
+  compressors?: CompressorName[] | string
   connectTimeoutMS?: number
   directConnection?: boolean
   heartbeatFrequencyMS?: number
@@ -86,11 +96,8 @@ export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   maxPoolSize?: number
   maxStalenessSeconds?: number
   minPoolSize?: number
-  readConcernLevel?: string
-  readPreference?:
-    | string
-    | ReadPreference
-    | { mode: string; tags?: Document[]; maxStalenessSeconds?: number; hedge?: Document }
+  readConcernLevel?: ReadConcernLevel
+  readPreference?: ReadPreferenceLike
   replicaSet?: string
   retryReads?: boolean
   serverMonitoringMode?: 'auto' | 'poll' | 'stream'
@@ -117,7 +124,7 @@ export interface MongoClientOptions extends BSONOptions, LoggingOptions {
    */
   timeoutMS?: number
   waitQueueTimeoutMS?: number
-  zlibCompressionLevel?: number
+  zlibCompressionLevel?: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | undefined
   /** Write options: accepted for code shared with the official driver; rumongo never writes. */
   w?: number | string
   journal?: boolean

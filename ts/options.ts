@@ -6,7 +6,12 @@
 import type { Document } from 'bson'
 import { isBSONOptionName, resolveBSONOptions, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
-import { ReadPreference } from './read_preference.js'
+import {
+  ReadPreference,
+  type ReadConcern,
+  type ReadConcernLevel,
+  type ReadPreferenceMode,
+} from './read_preference.js'
 import { checkSession, type ClientSession } from './session.js'
 import { checkAcyclic, describe, isPlainObject, jsonForMessage } from './validate.js'
 
@@ -32,15 +37,11 @@ export type Hint = string | Document
 
 /** A read preference mode, or an object with `mode` (the official driver's `ReadPreference` fits). */
 export type ReadPreferenceLike =
-  | 'primary'
-  | 'primaryPreferred'
-  | 'secondary'
-  | 'secondaryPreferred'
-  | 'nearest'
-  | { mode: string; tags?: Document[]; maxStalenessSeconds?: number; hedge?: Document }
+  | ReadPreferenceMode
+  | { mode: ReadPreferenceMode; tags?: Document[]; maxStalenessSeconds?: number; hedge?: Document }
 
-/** A read concern level, or `{ level }` (the official driver's `ReadConcern` fits). */
-export type ReadConcernLike = string | { level: string }
+/** A read concern level, `{ level }` or a `ReadConcern` (the official driver's type). */
+export type ReadConcernLike = ReadConcern | { level: ReadConcernLevel } | ReadConcernLevel
 
 /**
  * How `timeoutMS` bounds a cursor: `cursorLifetime` (the default) gives the command and every
