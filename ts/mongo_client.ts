@@ -11,6 +11,7 @@ import {
 } from './bson.js'
 import type { Document } from 'bson'
 import { getServers } from 'node:dns'
+import { readFile } from 'node:fs/promises'
 import {
   checkAwsCredentials,
   checkOidcOptions,
@@ -22,6 +23,7 @@ import {
 } from './auth.js'
 import {
   checkClientOptionNames,
+  checkClientOptionValues,
   describeClientOptions,
   isUriOption,
   officialOptionName,
@@ -29,6 +31,7 @@ import {
   parseDriverInfo,
   parseServerApi,
   rustDriverQuery,
+  tlsFiles,
   uriOptionValues,
   type CompressorName,
 } from './client_options.js'
@@ -198,6 +201,14 @@ function parseUri(uri: unknown): ParsedUri {
     throw new MongoParseError('Password contains unescaped characters')
   }
   if (/^[^/?]*@/.test(rest!)) throw new MongoParseError('Invalid connection string')
+  // The official parser's checks of an SRV name, with its messages (the Rust driver's differ).
+  if (scheme === 'mongodb+srv://') {
+    const names = hosts.split(',')
+    if (names.length !== 1) throw new MongoParseError('mongodb+srv URI cannot have multiple service names')
+    if (names.some((host) => host.includes(':'))) {
+      throw new MongoParseError('mongodb+srv URI cannot have port number')
+    }
+  }
   const [, path = '', query = ''] = /^(\/[^?]*)?(\?.*)?$/s.exec(rest!) ?? []
   const userinfo =
     username === undefined ? undefined : password === undefined ? username : `${username}:${password}`
@@ -330,6 +341,7 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
       monitorCommands = parseBoolean(name, value)
     }
   }
+  checkClientOptionValues(query)
   const search = rustDriverQuery(query).toString()
   const credentials = userinfo === undefined ? '' : `${userinfo}@`
   const uri = `${parsed.scheme}${credentials}${parsed.hosts}${parsed.path || '/'}${search ? `?${search}` : ''}`
@@ -603,6 +615,10 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   }
 
   async #connectNative(timeoutMS?: number, socketTimeoutMS?: number): Promise<NativeClient> {
+    // The official driver reads these files when it connects, and fails with node:fs's error
+    // (`ENOENT: no such file or directory, open '...'`) when one cannot be read.
+    const query = this.#uri.includes('?') ? this.#uri.slice(this.#uri.indexOf('?') + 1) : ''
+    for (const file of tlsFiles(new URLSearchParams(query))) await readFile(file)
     const monitor = this.monitor
     monitor.openTopology()
     const tracing = this.#tracing && tracerProviderRegistered()
