@@ -7,8 +7,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { MongoClient as OfficialClient } from 'mongodb'
-import { MongoClient, type MongoClientOptions } from 'rumongo'
+import { MongoClient, type Collection, type MongoClientOptions } from 'rumongo'
 import { afterAll, describe, expect, it } from 'vitest'
+import { uri } from './setup/helpers.js'
 
 const root = resolve(import.meta.dirname, '..')
 const scratch = mkdtempSync(join(tmpdir(), 'rumongo-first-errors-'))
@@ -72,6 +73,41 @@ describe('a wrong connection string or option value fails as in the official dri
   ])('accepts what the official driver accepts: %s', async (_case, url) => {
     expect(await outcome(() => new OfficialClient(url))).toBe('ok')
     expect(await outcome(() => new MongoClient(url))).toBe('ok')
+  })
+})
+
+describe('an option rumongo refuses says why and what to do', () => {
+  it('a client option', async () => {
+    const refused = await outcome(() => new MongoClient(NOBODY, { proxyHost: 'proxy.example.com' }))
+    expect(refused).toEqual({
+      name: 'MongoInvalidArgumentError',
+      message:
+        'rumongo does not support the client option "proxyHost": rumongo does not connect through a ' +
+        'SOCKS5 proxy. Leave it out, or connect with the official driver where you need it',
+      code: 'ERR_INVALID_ARGUMENT',
+    })
+  })
+
+  it.each<[string, (orders: Collection) => unknown, string]>([
+    [
+      'find({ signal })',
+      (orders) => orders.find({}, { signal: new AbortController().signal }).toArray(),
+      'rumongo does not support the find option "signal": bound the read with timeoutMS instead (or close() its cursor)',
+    ],
+    [
+      'countDocuments({ explain })',
+      (orders) => orders.countDocuments({}, { explain: true } as never),
+      'rumongo does not support the countDocuments option "explain": run the explain command with ' +
+        'db.command({ explain: ... }), or this read with the official driver',
+    ],
+  ])('an operation option: %s', async (_case, read, message) => {
+    const client = new MongoClient(uri)
+    try {
+      const refused = await outcome(() => read(client.db('first_hour').collection('orders')))
+      expect(refused).toEqual({ name: 'MongoInvalidArgumentError', message, code: 'ERR_INVALID_ARGUMENT' })
+    } finally {
+      await client.close()
+    }
   })
 })
 

@@ -183,7 +183,8 @@ export function checkClientOptionNames(query: URLSearchParams, options: Document
     const handling = CLIENT_OPTIONS[name]!
     if (typeof handling === 'object') {
       throw new MongoInvalidArgumentError(
-        `rumongo does not support the client option "${name}": ${handling.unsupported}`,
+        `rumongo does not support the client option "${name}": ${handling.unsupported}. ` +
+          'Leave it out, or connect with the official driver where you need it',
       )
     }
   }

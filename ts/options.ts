@@ -184,6 +184,20 @@ const READ_OPTIONS = {
 
 const NOT_ON_READ_PATH = ['signal', 'fieldsAsRaw', 'checkKeys']
 
+/** What to do instead of a refused operation option (else: leave it out, or use the official driver). */
+const REFUSED_OPTION_HINTS: Readonly<Record<string, string>> = {
+  signal: 'bound the read with timeoutMS instead (or close() its cursor)',
+  fieldsAsRaw: 'use raw: true for whole documents',
+  checkKeys: 'it concerns writes: leave it out',
+  oplogReplay: 'servers ignore it since MongoDB 4.4: leave it out',
+  explain: 'run the explain command with db.command({ explain: ... }), or this read with the official driver',
+  bypassDocumentValidation:
+    'it concerns $out and $merge, which rumongo does not run: run this aggregate with the official driver',
+  writeConcern:
+    'it concerns $out and $merge, which rumongo does not run: run this aggregate with the official driver',
+  out: 'rumongo does not write: run this aggregate with the official driver',
+}
+
 export const FIND: OperationSpec = {
   name: 'find',
   options: {
@@ -276,7 +290,10 @@ export function resolveOperationOptions(
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined || isBSONOptionName(key)) continue
     if (spec.unsupported.includes(key)) {
-      throw new MongoInvalidArgumentError(`rumongo does not support the ${spec.name} option "${key}"`)
+      const hint = REFUSED_OPTION_HINTS[key] ?? 'leave it out, or run this read with the official driver'
+      throw new MongoInvalidArgumentError(
+        `rumongo does not support the ${spec.name} option "${key}": ${hint}`,
+      )
     }
     const kind = spec.options[key]
     if (kind !== undefined) command[key] = normalizeOption(spec.name, key, kind, value)
