@@ -5,12 +5,14 @@
  * @module
  */
 import type { Document } from 'bson'
+import { AuthMechanism } from './auth.js'
 import { MongoInvalidArgumentError, MongoParseError } from './errors.js'
 import { ReadConcern, ReadPreference, ServerApiVersion, type ServerApi } from './read_preference.js'
 import { describe } from './validate.js'
 
-/** The wire compressors (`compressors`), as the official driver's `CompressorName`. */
-export type CompressorName = 'none' | 'snappy' | 'zlib' | 'zstd'
+/** The wire compressors (`compressors`), as the official driver's `Compressor` and `CompressorName`. */
+export const Compressor = Object.freeze({ none: 0, snappy: 1, zlib: 2, zstd: 3 } as const)
+export type CompressorName = keyof typeof Compressor
 
 /** How rumongo honours one client option. */
 type Handling =
@@ -215,17 +217,8 @@ const INTEGER_VALUES: Readonly<Record<string, 'int' | 'uint'>> = {
   waitQueueTimeoutMS: 'uint',
   zlibCompressionLevel: 'int',
 }
-/** The official driver's `AuthMechanism` values, in its order (its message lists them so). */
-const AUTH_MECHANISMS = [
-  'MONGODB-AWS',
-  'DEFAULT',
-  'GSSAPI',
-  'PLAIN',
-  'SCRAM-SHA-1',
-  'SCRAM-SHA-256',
-  'MONGODB-X509',
-  'MONGODB-OIDC',
-]
+/** The mechanisms in the official driver's order (its message lists them so). */
+const AUTH_MECHANISMS: readonly string[] = Object.values(AuthMechanism)
 
 /**
  * Checks the values of the options that go to the Rust driver (the connection string's and the
@@ -357,7 +350,7 @@ export function uriOptionValues(name: string, value: unknown): [string, string][
       throw new MongoInvalidArgumentError('compressors must be an array or a comma-delimited list of strings')
     }
     for (const compressor of list) {
-      if (!['none', 'snappy', 'zlib', 'zstd'].includes(String(compressor))) {
+      if (!Object.hasOwn(Compressor, String(compressor))) {
         throw new MongoInvalidArgumentError(
           `${String(compressor)} is not a valid compression mechanism. Must be one of: none,snappy,zlib,zstd.`,
         )

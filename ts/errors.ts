@@ -442,6 +442,32 @@ export class MongoSystemError extends MongoError {
   }
 }
 
+/** The kinds of server (`ServerDescription.type`), as the official driver's `ServerType`. */
+export const ServerType = Object.freeze({
+  Standalone: 'Standalone',
+  Mongos: 'Mongos',
+  PossiblePrimary: 'PossiblePrimary',
+  RSPrimary: 'RSPrimary',
+  RSSecondary: 'RSSecondary',
+  RSArbiter: 'RSArbiter',
+  RSOther: 'RSOther',
+  RSGhost: 'RSGhost',
+  Unknown: 'Unknown',
+  LoadBalancer: 'LoadBalancer',
+} as const)
+export type ServerType = (typeof ServerType)[keyof typeof ServerType]
+
+/** The kinds of deployment (`TopologyDescription.type`), as the official driver's `TopologyType`. */
+export const TopologyType = Object.freeze({
+  Single: 'Single',
+  ReplicaSetNoPrimary: 'ReplicaSetNoPrimary',
+  ReplicaSetWithPrimary: 'ReplicaSetWithPrimary',
+  Sharded: 'Sharded',
+  Unknown: 'Unknown',
+  LoadBalanced: 'LoadBalanced',
+} as const)
+export type TopologyType = (typeof TopologyType)[keyof typeof TopologyType]
+
 /** What a server-selection failure knew of one server: its type, and why it is not usable. */
 export interface ServerDescription {
   address: string

@@ -4,6 +4,8 @@
  * @module
  */
 export { MongoClient, type MongoClientOptions } from './mongo_client.js'
+export { AuthMechanism } from './auth.js'
+export { CursorTimeoutMode } from './options.js'
 export { Db, type DbOptions, type DbStatsOptions, type ListCollectionsOptions } from './db.js'
 export { Admin, type ListDatabasesOptions } from './admin.js'
 export {
@@ -46,7 +48,7 @@ export {
   type CommandCursorOptions,
   type RunCommandOptions,
 } from './commands.js'
-export { HostAddress } from './client_options.js'
+export { Compressor, HostAddress, type CompressorName } from './client_options.js'
 export {
   ClientSession,
   type ClientSessionOptions,
@@ -170,7 +172,6 @@ export type {
   AggregateOptions,
   CollationOptions,
   CountDocumentsOptions,
-  CursorTimeoutMode,
   DistinctOptions,
   EstimatedDocumentCountOptions,
   FindOptions,
@@ -221,6 +222,8 @@ export {
   MongoUnexpectedServerResponseError,
   MongoWorkerPoolError,
   TopologyDescription,
+  TopologyType,
+  ServerType,
   type MongoErrorOptions,
   type ServerDescription,
 } from './errors.js'
@@ -228,6 +231,7 @@ export {
 export {
   BSON,
   BSONError,
+  BSONType,
   BSONRegExp,
   BSONSymbol,
   Binary,

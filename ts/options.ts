@@ -48,7 +48,11 @@ export type ReadConcernLike = ReadConcern | { level: ReadConcernLevel } | ReadCo
  * getMore one deadline, so `toArray()` completes within `timeoutMS`; `iteration` gives each read
  * of a new batch `timeoutMS` of its own.
  */
-export type CursorTimeoutMode = 'cursorLifetime' | 'iteration'
+export const CursorTimeoutMode = Object.freeze({
+  ITERATION: 'iteration',
+  LIFETIME: 'cursorLifetime',
+} as const)
+export type CursorTimeoutMode = (typeof CursorTimeoutMode)[keyof typeof CursorTimeoutMode]
 
 /** Collation options, sent to the server as given. */
 export interface CollationOptions {
