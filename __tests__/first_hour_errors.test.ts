@@ -3,13 +3,14 @@
 // is the official driver's class and message (where the official driver has one), with a `code`.
 // (A server that is down or unknown, and a failed login: errors.test.ts, auth_scram.test.ts.)
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { MongoClient as OfficialClient } from 'mongodb'
 import { MongoClient, type Collection, type MongoClientOptions } from 'rumongo'
 import { afterAll, describe, expect, it } from 'vitest'
 import { uri } from './setup/helpers.js'
+import { GO, requireTool, RUST } from '../scripts/lib/prerequisites.mjs'
 
 const root = resolve(import.meta.dirname, '..')
 const scratch = mkdtempSync(join(tmpdir(), 'rumongo-first-errors-'))
@@ -160,5 +161,46 @@ Object.defineProperty(process.versions, 'node', { value: '20.18.3' })
       'rumongo needs Node.js 20.19.0 or newer; this is Node.js v20.18.3. Upgrade Node.js ' +
         '(https://nodejs.org, or `nvm install 22`), then reinstall your dependencies.',
     )
+  })
+})
+
+describe('a tool the README asks for that is not installed', () => {
+  /** A PATH with node on it and nothing else. */
+  function bareNodePath(): string {
+    const bin = join(scratch, 'bare-bin')
+    mkdirSync(bin, { recursive: true })
+    symlinkSync(process.execPath, join(bin, 'node'))
+    return bin
+  }
+
+  it('npm run build without Rust says so, and where to get it (was: "Internal Error: cargo metadata failed to run")', () => {
+    const child = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], {
+      encoding: 'utf8',
+      env: { ...process.env, PATH: bareNodePath() },
+    })
+    expect(child.status).toBe(1)
+    expect(child.stderr).toBe(
+      'build: This needs Rust (cargo), to build the native addon, but `cargo` is not on PATH: install ' +
+        'it from https://rustup.rs, open a new shell, and run the command again.\n',
+    )
+  })
+
+  it('the dev server without Go says so, and where to get it (was: "spawnSync go ENOENT")', () => {
+    const path = process.env.PATH
+    process.env.PATH = join(scratch, 'empty-bin')
+    try {
+      expect(() => requireTool(GO)).toThrow(
+        expect.objectContaining({
+          code: 'RUMONGO_MISSING_TOOL',
+          message:
+            'This needs Go, to build the embedded dev server (devdb/), but `go` is not on PATH: install ' +
+            'it from https://go.dev/dl, or set MONGODB_URI to a MongoDB server of yours, open a new ' +
+            'shell, and run the command again.',
+        }),
+      )
+    } finally {
+      process.env.PATH = path
+    }
+    expect(() => requireTool(RUST)).not.toThrow()
   })
 })
