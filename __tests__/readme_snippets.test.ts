@@ -29,22 +29,33 @@ function snippets(): { language: 'js' | 'ts'; line: number; code: string }[] {
 
 /**
  * The names the README's snippets use without defining them, which a reader has in their own
- * code: an `_id` as a hex string, a function to handle a document, an HTTP response. Each is
- * recorded, so the test can check that the snippet used it as the README says.
+ * code: an `_id` as a hex string, a function to handle a document, an HTTP response. A snippet
+ * that declares one itself keeps its own. What the snippet does with `handle` and `res` is
+ * recorded and printed as its last line, for the test to check.
  */
-const READER_NAMES = `
-import { PassThrough as ReaderResponse } from 'node:stream'
-const id = '65f0c0ffee0000000000000a'
-const handled = []
-const handle = (doc) => void handled.push(doc)
-const res = new ReaderResponse()
-const written = []
-res.on('data', (chunk) => written.push(chunk))
+const READER_NAMES: Record<string, string> = {
+  id: `const id = '65f0c0ffee0000000000000a'`,
+  handle: `const handle = (doc) => void globalThis.readerHandled.push(doc)`,
+  res: `const res = new (await import('node:stream')).PassThrough()
+res.on('data', (chunk) => globalThis.readerWritten.push(chunk))`,
+}
+
+/** The snippet with the reader's names it does not declare, and its report at exit. */
+function withReaderNames(code: string): string {
+  const given = Object.entries(READER_NAMES)
+    .filter(([name]) => !new RegExp(String.raw`\b(const|let|var|function|class)\s+${name}\b`).test(code))
+    .map(([, declaration]) => declaration)
+  return `globalThis.readerHandled = []
+globalThis.readerWritten = []
 process.on('beforeExit', () => {
-  process.stdout.write('\\n' + JSON.stringify({ handled: handled.length, response: Buffer.concat(written).toString() }))
+  const { readerHandled, readerWritten } = globalThis
+  const response = Buffer.concat(readerWritten).toString()
+  process.stdout.write('\\n' + JSON.stringify({ handled: readerHandled.length, response }))
   process.exit(0)
 })
-`
+${given.join('\n')}
+${code}`
+}
 
 const SHOP = 'shop'
 let project: string
@@ -95,7 +106,7 @@ describe('README.md snippets', () => {
             }).outputText
           : code
       const file = join(project, `readme-${line}.mjs`)
-      writeFileSync(file, `${READER_NAMES}\n${source}`)
+      writeFileSync(file, withReaderNames(source))
       const { stdout } = await run(process.execPath, [file], {
         cwd: project,
         env: { ...process.env, MONGODB_URI: uri },
