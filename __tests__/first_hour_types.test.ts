@@ -1,8 +1,9 @@
 // A new user's application code, written against the official driver's types, compiles the same
 // against rumongo's: __tests__/fixtures/first_hour/app.ts is compiled once importing 'mongodb' and
 // once importing 'rumongo', as an ES module (.mts) and as CommonJS (.cts, where the import becomes
-// `require`), under each module resolution a project may use, with `strict` and
-// `exactOptionalPropertyTypes`. Its `@ts-expect-error` lines are errors in both (an unused one fails).
+// `require`; plus a file in `import x = require()` form), under each module resolution a project
+// may use, with `strict` and `exactOptionalPropertyTypes`. Its `@ts-expect-error` lines are errors
+// in both (an unused one fails).
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -34,6 +35,18 @@ beforeAll(() => {
   for (const driver of DRIVERS) {
     for (const extension of ['mts', 'cts'])
       writeFileSync(join(project, `app-${driver}.${extension}`), appFor(driver))
+    // CommonJS's own form: `import x = require()`, the whole module as a namespace.
+    writeFileSync(
+      join(project, `require-${driver}.cts`),
+      [
+        `import driver = require('${driver}')`,
+        `export const client: driver.MongoClient = new driver.MongoClient('mongodb://127.0.0.1')`,
+        `export const users: driver.Collection<{ name: string }> = client.db('app').collection('users')`,
+        `export const found: Promise<driver.WithId<{ name: string }> | null> = users.findOne({ name: 'Ada' })`,
+        `export const isServerError = (error: unknown) => error instanceof driver.MongoServerError`,
+        '',
+      ].join('\n'),
+    )
   }
 })
 
@@ -56,7 +69,7 @@ function typeCheck(module: string, moduleResolution: string): string {
         moduleResolution,
         types: ['node'],
       },
-      files: DRIVERS.flatMap((driver) => [`app-${driver}.mts`, `app-${driver}.cts`]),
+      files: DRIVERS.flatMap((driver) => [`app-${driver}.mts`, `app-${driver}.cts`, `require-${driver}.cts`]),
     }),
   )
   const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
