@@ -175,9 +175,11 @@ export interface ServerErrorDetails extends MongoErrorOptions {
 
 /** The server answered with an error (`ok: 0`). */
 export class MongoServerError extends MongoError {
+  /** The reply's other fields (`keyValue`, `errInfo`, ...), typed as the official driver types them. */
+  [key: string]: any
   ok = 0
   codeName: string
-  // Always the server's number here; typed as the official driver types it (MongoError's
+  // `code`: always the server's number here, typed as the official driver types it (MongoError's
   // `number | string`), so code comparing it with a string code compiles as it did there.
 
   constructor(message: string, details: ServerErrorDetails) {
