@@ -104,6 +104,8 @@ describe('SCRAM logins', () => {
     ['SCRAM-SHA-256 by default', 'alice', '', 'SCRAM-SHA-256 admin.alice'],
     ['SCRAM-SHA-256', 'alice', '&authMechanism=SCRAM-SHA-256', 'SCRAM-SHA-256 admin.alice'],
     ['SCRAM-SHA-1', 'alice', '&authMechanism=SCRAM-SHA-1', 'SCRAM-SHA-1 admin.alice'],
+    // The official driver matches the name as a word, in any case.
+    ['scram-sha-1 in lower case', 'alice', '&authMechanism=scram-sha-1', 'SCRAM-SHA-1 admin.alice'],
     ['a user name with = and ,', 'we=ird,name', '', 'SCRAM-SHA-256 admin.we=ird,name'],
   ])('logs in with %s, speculatively in hello, as the official driver', async (_, user, query, login) => {
     const { official, rumongo } = await both(connectionString(user, PASSWORD, query))

@@ -19,6 +19,13 @@ const READ_PATH_EXPORTS = [
   'ListCollectionsCursor',
   'ListIndexesCursor',
   'ClientSession',
+  // Constants application code names (`{ $type: BSONType.int }`, `AuthMechanism.MONGODB_AWS`).
+  'BSONType',
+  'AuthMechanism',
+  'Compressor',
+  'CursorTimeoutMode',
+  'ServerType',
+  'TopologyType',
   ...Object.keys(official).filter(
     (name) =>
       /^Mongo.*Error$/.test(name) &&
@@ -42,6 +49,12 @@ describe('exports', () => {
     'ExplainVerbosity',
     'MongoErrorLabel',
     'CURSOR_FLAGS',
+    'BSONType',
+    'AuthMechanism',
+    'Compressor',
+    'CursorTimeoutMode',
+    'ServerType',
+    'TopologyType',
   ])('%s has the official values', (name) => {
     expect((rumongo as Record<string, unknown>)[name]).toEqual((official as Record<string, unknown>)[name])
   })

@@ -16,8 +16,15 @@ import {
 import { createRequire } from 'node:module'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { requireTool, RUST } from './lib/prerequisites.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+try {
+  requireTool(RUST)
+} catch (error) {
+  console.error(`build: ${error.message}`)
+  process.exit(1)
+}
 const bin = (name) => join(root, 'node_modules', '.bin', name)
 const run = (command, args) => execFileSync(command, args, { cwd: root, stdio: 'inherit' })
 

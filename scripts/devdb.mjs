@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
+import { GO, requireTool } from './lib/prerequisites.mjs'
 import { isFresh, serveInForeground, startServer } from './lib/server_process.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -26,6 +27,7 @@ export function ensureDevdbBinary() {
     )
   )
     return binary
+  requireTool(GO)
   console.error(
     'devdb: building the embedded FerretDB server (go build; the first build downloads modules)...',
   )

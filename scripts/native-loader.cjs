@@ -23,7 +23,31 @@ function nativeError(code, message, cause) {
   return error
 }
 
+/**
+ * Refuses a Node.js older than package.json's `engines.node` (`>=X.Y.Z`): npm only warns about it
+ * (EBADENGINE), and an older Node would otherwise fail later on a missing API, with no word of
+ * the version.
+ */
+function checkNodeVersion() {
+  const wanted = /^>=\s*(\d+)\.(\d+)\.(\d+)$/.exec(require('../package.json').engines?.node ?? '')
+  if (!wanted) return
+  const have = process.versions.node.split('.').map(Number)
+  for (let part = 0; part < 3; part++) {
+    const need = Number(wanted[part + 1])
+    if (have[part] > need) return
+    if (have[part] < need) {
+      throw nativeError(
+        'RUMONGO_NODE_TOO_OLD',
+        `rumongo needs Node.js ${wanted[1]}.${wanted[2]}.${wanted[3]} or newer; this is Node.js ` +
+          `${process.version}. Upgrade Node.js (https://nodejs.org, or \`nvm install 22\`), then ` +
+          'reinstall your dependencies.',
+      )
+    }
+  }
+}
+
 function load() {
+  checkNodeVersion()
   const triple = currentTriple()
   const supported = platforms.map((p) => `${p.triple} (${p.runtime})`).join(', ')
   const local = join(__dirname, `rumongo.${triple}.node`)

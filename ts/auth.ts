@@ -12,6 +12,19 @@ import {
   MongoMissingCredentialsError,
 } from './errors.js'
 
+/** The authentication mechanisms (`authMechanism`): the official driver's `AuthMechanism`, in its order. */
+export const AuthMechanism = Object.freeze({
+  MONGODB_AWS: 'MONGODB-AWS',
+  MONGODB_DEFAULT: 'DEFAULT',
+  MONGODB_GSSAPI: 'GSSAPI',
+  MONGODB_PLAIN: 'PLAIN',
+  MONGODB_SCRAM_SHA1: 'SCRAM-SHA-1',
+  MONGODB_SCRAM_SHA256: 'SCRAM-SHA-256',
+  MONGODB_X509: 'MONGODB-X509',
+  MONGODB_OIDC: 'MONGODB-OIDC',
+} as const)
+export type AuthMechanism = (typeof AuthMechanism)[keyof typeof AuthMechanism]
+
 /** The mechanisms for which the official driver sends a user name without a password as `''`. */
 const PASSWORD_MECHANISMS = new Set(['', 'DEFAULT', 'SCRAM-SHA-1', 'SCRAM-SHA-256', 'PLAIN'])
 

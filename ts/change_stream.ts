@@ -41,9 +41,9 @@ import { AGGREGATE, resolveOperationOptions, type AggregateOptions, type Operati
 import type { ClientCursor } from './active_cursors.js'
 import type { CursorSource } from './cursor/abstract_cursor.js'
 import { describe, isPlainObject } from './validate.js'
+import type { ChangeStreamDocument, ResumeToken } from './types/change_stream_document.js'
 
-/** The logical point a change stream starts or resumes at: an event's `_id` or a batch's token. */
-export type ResumeToken = unknown
+export type { ChangeStreamDocument, ResumeToken } from './types/change_stream_document.js'
 
 /** A point in time on the server (a reply's `operationTime`). */
 export type OperationTime = Timestamp
@@ -67,13 +67,6 @@ export interface ChangeStreamOptions extends Omit<AggregateOptions, 'explain'> {
   /** DDL events too (`createIndexes`, `create`, ...) and their extra fields. */
   showExpandedEvents?: boolean
   [key: string]: unknown
-}
-
-/** A change event: the server's document, decoded as the official driver decodes it. */
-export type ChangeStreamDocument<TSchema extends Document = Document> = Document & {
-  _id: ResumeToken
-  operationType: string
-  fullDocument?: TSchema
 }
 
 /** The events a change stream emits, as the official driver's. */

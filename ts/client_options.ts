@@ -5,9 +5,14 @@
  * @module
  */
 import type { Document } from 'bson'
+import { AuthMechanism } from './auth.js'
 import { MongoInvalidArgumentError, MongoParseError } from './errors.js'
 import { ReadConcern, ReadPreference, ServerApiVersion, type ServerApi } from './read_preference.js'
 import { describe } from './validate.js'
+
+/** The wire compressors (`compressors`), as the official driver's `Compressor` and `CompressorName`. */
+export const Compressor = Object.freeze({ none: 0, snappy: 1, zlib: 2, zstd: 3 } as const)
+export type CompressorName = keyof typeof Compressor
 
 /** How rumongo honours one client option. */
 type Handling =
@@ -180,10 +185,105 @@ export function checkClientOptionNames(query: URLSearchParams, options: Document
     const handling = CLIENT_OPTIONS[name]!
     if (typeof handling === 'object') {
       throw new MongoInvalidArgumentError(
-        `rumongo does not support the client option "${name}": ${handling.unsupported}`,
+        `rumongo does not support the client option "${name}": ${handling.unsupported}. ` +
+          'Leave it out, or connect with the official driver where you need it',
       )
     }
   }
+}
+
+/** The connection-string options whose value the official driver reads as a boolean. */
+const BOOLEAN_VALUES = new Set([
+  'directConnection',
+  'loadBalanced',
+  'retryReads',
+  'retryWrites',
+  'tlsAllowInvalidCertificates',
+  'tlsAllowInvalidHostnames',
+  'tlsInsecure',
+])
+/** ... as an integer (`int`), or a non-negative one (`uint`). */
+const INTEGER_VALUES: Readonly<Record<string, 'int' | 'uint'>> = {
+  connectTimeoutMS: 'uint',
+  heartbeatFrequencyMS: 'uint',
+  localThresholdMS: 'uint',
+  maxConnecting: 'uint',
+  maxIdleTimeMS: 'uint',
+  maxPoolSize: 'uint',
+  maxStalenessSeconds: 'uint',
+  minPoolSize: 'uint',
+  serverSelectionTimeoutMS: 'uint',
+  srvMaxHosts: 'uint',
+  waitQueueTimeoutMS: 'uint',
+  zlibCompressionLevel: 'int',
+}
+/** The mechanisms in the official driver's order (its message lists them so). */
+const AUTH_MECHANISMS: readonly string[] = Object.values(AuthMechanism)
+
+/**
+ * Checks the values of the options that go to the Rust driver (the connection string's and the
+ * options object's, merged in `query`) as the official driver's parser checks them, with its
+ * classes and messages, before the Rust driver's parser, whose messages differ
+ * (`connection string \`maxpoolsize\` argument must be a positive integer`), sees them. As there,
+ * an integer is read by `parseInt` (`'10ms'` is 10) and `authMechanism` is matched as a word,
+ * case-insensitively; the matched mechanism replaces the value.
+ */
+export function checkClientOptionValues(query: URLSearchParams): void {
+  for (const [key, value] of [...query]) {
+    const name = officialOptionName(key)
+    if (name === 'tls' || name === 'ssl') {
+      if (value !== 'true' && value !== 'false')
+        throw new MongoParseError('tls/ssl must be either "true" or "false"')
+    } else if (name !== undefined && BOOLEAN_VALUES.has(name)) {
+      parseBoolean(name, value)
+    } else if (name !== undefined && INTEGER_VALUES[name] !== undefined) {
+      const parsed = Number.parseInt(value, 10)
+      if (Number.isNaN(parsed)) {
+        throw new MongoParseError(`Expected ${name} to be stringified int value, got: ${value}`)
+      }
+      if (INTEGER_VALUES[name] === 'uint' && parsed < 0) {
+        throw new MongoParseError(`${name} can only be a positive int value, got: ${value}`)
+      }
+      if (name === 'maxConnecting' && parsed === 0) {
+        throw new MongoInvalidArgumentError('maxConnecting must be > 0 if specified')
+      }
+    } else if (name === 'authMechanism') {
+      const mechanism = AUTH_MECHANISMS.find((candidate) => matchesWord(candidate, value))
+      if (mechanism === undefined) {
+        throw new MongoParseError(`authMechanism one of ${AUTH_MECHANISMS.join(',')}, got ${value}`)
+      }
+      query.set(key, mechanism)
+    }
+  }
+}
+
+/**
+ * Whether `text` holds `word` as a whole word, case-insensitively: the official driver's match of
+ * an `authMechanism` (a regular expression of the value). A value that is no valid expression
+ * matches nothing, where the official driver throws a SyntaxError.
+ */
+function matchesWord(text: string, word: string): boolean {
+  try {
+    return new RegExp(String.raw`\b${word}\b`, 'i').test(text)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The certificate files a client with this query reads when it connects: `tlsCAFile` and
+ * `tlsCertificateKeyFile`, unless TLS is turned off (given without `tls=true`, they turn it on in
+ * rumongo, see docs/tls.md).
+ */
+export function tlsFiles(query: URLSearchParams): string[] {
+  const files: string[] = []
+  let tlsOff = false
+  for (const [key, value] of query) {
+    const name = officialOptionName(key)
+    if ((name === 'tls' || name === 'ssl') && value === 'false') tlsOff = true
+    if (name === 'tlsCAFile' || name === 'tlsCertificateKeyFile') files.push(value)
+  }
+  return tlsOff ? [] : files
 }
 
 /** True for options that go into the connection string. */
@@ -250,7 +350,7 @@ export function uriOptionValues(name: string, value: unknown): [string, string][
       throw new MongoInvalidArgumentError('compressors must be an array or a comma-delimited list of strings')
     }
     for (const compressor of list) {
-      if (!['none', 'snappy', 'zlib', 'zstd'].includes(String(compressor))) {
+      if (!Object.hasOwn(Compressor, String(compressor))) {
         throw new MongoInvalidArgumentError(
           `${String(compressor)} is not a valid compression mechanism. Must be one of: none,snappy,zlib,zstd.`,
         )

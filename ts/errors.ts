@@ -175,9 +175,12 @@ export interface ServerErrorDetails extends MongoErrorOptions {
 
 /** The server answered with an error (`ok: 0`). */
 export class MongoServerError extends MongoError {
+  /** The reply's other fields (`keyValue`, `errInfo`, ...), typed as the official driver types them. */
+  [key: string]: any
   ok = 0
   codeName: string
-  declare code: number
+  // `code`: always the server's number here, typed as the official driver types it (MongoError's
+  // `number | string`), so code comparing it with a string code compiles as it did there.
 
   constructor(message: string, details: ServerErrorDetails) {
     super(message, details)
@@ -440,6 +443,32 @@ export class MongoSystemError extends MongoError {
     return 'MongoSystemError'
   }
 }
+
+/** The kinds of server (`ServerDescription.type`), as the official driver's `ServerType`. */
+export const ServerType = Object.freeze({
+  Standalone: 'Standalone',
+  Mongos: 'Mongos',
+  PossiblePrimary: 'PossiblePrimary',
+  RSPrimary: 'RSPrimary',
+  RSSecondary: 'RSSecondary',
+  RSArbiter: 'RSArbiter',
+  RSOther: 'RSOther',
+  RSGhost: 'RSGhost',
+  Unknown: 'Unknown',
+  LoadBalancer: 'LoadBalancer',
+} as const)
+export type ServerType = (typeof ServerType)[keyof typeof ServerType]
+
+/** The kinds of deployment (`TopologyDescription.type`), as the official driver's `TopologyType`. */
+export const TopologyType = Object.freeze({
+  Single: 'Single',
+  ReplicaSetNoPrimary: 'ReplicaSetNoPrimary',
+  ReplicaSetWithPrimary: 'ReplicaSetWithPrimary',
+  Sharded: 'Sharded',
+  Unknown: 'Unknown',
+  LoadBalanced: 'LoadBalanced',
+} as const)
+export type TopologyType = (typeof TopologyType)[keyof typeof TopologyType]
 
 /** What a server-selection failure knew of one server: its type, and why it is not usable. */
 export interface ServerDescription {

@@ -4,6 +4,8 @@
  * @module
  */
 export { MongoClient, type MongoClientOptions } from './mongo_client.js'
+export { AuthMechanism } from './auth.js'
+export { CursorTimeoutMode } from './options.js'
 export { Db, type DbOptions, type DbStatsOptions, type ListCollectionsOptions } from './db.js'
 export { Admin, type ListDatabasesOptions } from './admin.js'
 export {
@@ -14,6 +16,31 @@ export {
   type OperationTime,
   type ResumeToken,
 } from './change_stream.js'
+export type {
+  ChangeStreamCollModDocument,
+  ChangeStreamCreateDocument,
+  ChangeStreamCreateIndexDocument,
+  ChangeStreamDeleteDocument,
+  ChangeStreamDocumentCollectionUUID,
+  ChangeStreamDocumentCommon,
+  ChangeStreamDocumentKey,
+  ChangeStreamDocumentOperationDescription,
+  ChangeStreamDocumentWallTime,
+  ChangeStreamDropDatabaseDocument,
+  ChangeStreamDropDocument,
+  ChangeStreamDropIndexDocument,
+  ChangeStreamInsertDocument,
+  ChangeStreamInvalidateDocument,
+  ChangeStreamNameSpace,
+  ChangeStreamRefineCollectionShardKeyDocument,
+  ChangeStreamRenameDocument,
+  ChangeStreamReplaceDocument,
+  ChangeStreamReshardCollectionDocument,
+  ChangeStreamShardCollectionDocument,
+  ChangeStreamSplitEvent,
+  ChangeStreamUpdateDocument,
+  UpdateDescription,
+} from './types/change_stream_document.js'
 export {
   CommandCursor,
   ListCollectionsCursor,
@@ -21,7 +48,7 @@ export {
   type CommandCursorOptions,
   type RunCommandOptions,
 } from './commands.js'
-export { HostAddress } from './client_options.js'
+export { Compressor, HostAddress, type CompressorName } from './client_options.js'
 export {
   ClientSession,
   type ClientSessionOptions,
@@ -150,7 +177,6 @@ export type {
   AggregateOptions,
   CollationOptions,
   CountDocumentsOptions,
-  CursorTimeoutMode,
   DistinctOptions,
   EstimatedDocumentCountOptions,
   FindOptions,
@@ -201,6 +227,8 @@ export {
   MongoUnexpectedServerResponseError,
   MongoWorkerPoolError,
   TopologyDescription,
+  TopologyType,
+  ServerType,
   type MongoErrorOptions,
   type ServerDescription,
 } from './errors.js'
@@ -208,6 +236,7 @@ export {
 export {
   BSON,
   BSONError,
+  BSONType,
   BSONRegExp,
   BSONSymbol,
   Binary,

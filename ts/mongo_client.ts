@@ -11,6 +11,7 @@ import {
 } from './bson.js'
 import type { Document } from 'bson'
 import { getServers } from 'node:dns'
+import { readFile } from 'node:fs/promises'
 import {
   checkAwsCredentials,
   checkOidcOptions,
@@ -18,9 +19,11 @@ import {
   nativeOidcCallback,
   passwordFor,
   takeOidcCallback,
+  type AuthMechanism,
 } from './auth.js'
 import {
   checkClientOptionNames,
+  checkClientOptionValues,
   describeClientOptions,
   isUriOption,
   officialOptionName,
@@ -28,7 +31,9 @@ import {
   parseDriverInfo,
   parseServerApi,
   rustDriverQuery,
+  tlsFiles,
   uriOptionValues,
+  type CompressorName,
 } from './client_options.js'
 import { ActiveCursors } from './active_cursors.js'
 import { Db, type DbOptions } from './db.js'
@@ -50,7 +55,14 @@ import { ClientMonitor, TypedEventEmitter, type MongoClientEvents } from './even
 import { CommandLogger, type LoggingOptions } from './logging.js'
 import { NativeClient, type NativeCollection } from './native.cjs'
 import { CommandTracer, startTracing, tracerProviderRegistered } from './telemetry.js'
-import { ReadConcern, ReadPreference, type ServerApi, type ServerApiVersion } from './read_preference.js'
+import {
+  ReadConcern,
+  ReadPreference,
+  type ReadConcernLevel,
+  type ServerApi,
+  type ServerApiVersion,
+} from './read_preference.js'
+import type { ReadConcernLike, ReadPreferenceLike } from './options.js'
 import { checkSessionOptions, ClientSession, type ClientSessionOptions } from './session.js'
 import { describe } from './validate.js'
 
@@ -69,13 +81,14 @@ export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   /** The database `client.db()` opens without a name (else the connection string's, else `test`). */
   dbName?: string
   /** The client's read concern: a level or `{ level }` (same as `readConcernLevel`). */
-  readConcern?: string | { level: string }
+  readConcern?: ReadConcernLike
   authMechanismProperties?: Document
   readPreferenceTags?: Document[]
   appName?: string
-  authMechanism?: string
+  authMechanism?: AuthMechanism
   authSource?: string
-  compressors?: string | string[]
+  /** `['zstd', 'zlib']` or the connection string's form, `'zstd,zlib'`. */
+  compressors?: CompressorName[] | string
   connectTimeoutMS?: number
   directConnection?: boolean
   heartbeatFrequencyMS?: number
@@ -86,11 +99,8 @@ export interface MongoClientOptions extends BSONOptions, LoggingOptions {
   maxPoolSize?: number
   maxStalenessSeconds?: number
   minPoolSize?: number
-  readConcernLevel?: string
-  readPreference?:
-    | string
-    | ReadPreference
-    | { mode: string; tags?: Document[]; maxStalenessSeconds?: number; hedge?: Document }
+  readConcernLevel?: ReadConcernLevel
+  readPreference?: ReadPreferenceLike
   replicaSet?: string
   retryReads?: boolean
   serverMonitoringMode?: 'auto' | 'poll' | 'stream'
@@ -117,7 +127,7 @@ export interface MongoClientOptions extends BSONOptions, LoggingOptions {
    */
   timeoutMS?: number
   waitQueueTimeoutMS?: number
-  zlibCompressionLevel?: number
+  zlibCompressionLevel?: 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8 | 9 | undefined
   /** Write options: accepted for code shared with the official driver; rumongo never writes. */
   w?: number | string
   journal?: boolean
@@ -191,6 +201,14 @@ function parseUri(uri: unknown): ParsedUri {
     throw new MongoParseError('Password contains unescaped characters')
   }
   if (/^[^/?]*@/.test(rest!)) throw new MongoParseError('Invalid connection string')
+  // The official parser's checks of an SRV name, with its messages (the Rust driver's differ).
+  if (scheme === 'mongodb+srv://') {
+    const names = hosts.split(',')
+    if (names.length !== 1) throw new MongoParseError('mongodb+srv URI cannot have multiple service names')
+    if (names.some((host) => host.includes(':'))) {
+      throw new MongoParseError('mongodb+srv URI cannot have port number')
+    }
+  }
   const [, path = '', query = ''] = /^(\/[^?]*)?(\?.*)?$/s.exec(rest!) ?? []
   const userinfo =
     username === undefined ? undefined : password === undefined ? username : `${username}:${password}`
@@ -323,6 +341,7 @@ function resolveClientOptions(parsed: ParsedUri, options: MongoClientOptions): R
       monitorCommands = parseBoolean(name, value)
     }
   }
+  checkClientOptionValues(query)
   const search = rustDriverQuery(query).toString()
   const credentials = userinfo === undefined ? '' : `${userinfo}@`
   const uri = `${parsed.scheme}${credentials}${parsed.hosts}${parsed.path || '/'}${search ? `?${search}` : ''}`
@@ -596,6 +615,10 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   }
 
   async #connectNative(timeoutMS?: number, socketTimeoutMS?: number): Promise<NativeClient> {
+    // The official driver reads these files when it connects, and fails with node:fs's error
+    // (`ENOENT: no such file or directory, open '...'`) when one cannot be read.
+    const query = this.#uri.includes('?') ? this.#uri.slice(this.#uri.indexOf('?') + 1) : ''
+    for (const file of tlsFiles(new URLSearchParams(query))) await readFile(file)
     const monitor = this.monitor
     monitor.openTopology()
     const tracing = this.#tracing && tracerProviderRegistered()

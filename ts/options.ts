@@ -6,7 +6,12 @@
 import type { Document } from 'bson'
 import { isBSONOptionName, resolveBSONOptions, type BSONOptions, type ResolvedBSONOptions } from './bson.js'
 import { MongoInvalidArgumentError } from './errors.js'
-import { ReadPreference } from './read_preference.js'
+import {
+  ReadPreference,
+  type ReadConcern,
+  type ReadConcernLevel,
+  type ReadPreferenceMode,
+} from './read_preference.js'
 import { checkSession, type ClientSession } from './session.js'
 import { checkAcyclic, describe, isPlainObject, jsonForMessage } from './validate.js'
 
@@ -32,22 +37,22 @@ export type Hint = string | Document
 
 /** A read preference mode, or an object with `mode` (the official driver's `ReadPreference` fits). */
 export type ReadPreferenceLike =
-  | 'primary'
-  | 'primaryPreferred'
-  | 'secondary'
-  | 'secondaryPreferred'
-  | 'nearest'
-  | { mode: string; tags?: Document[]; maxStalenessSeconds?: number; hedge?: Document }
+  | ReadPreferenceMode
+  | { mode: ReadPreferenceMode; tags?: Document[]; maxStalenessSeconds?: number; hedge?: Document }
 
-/** A read concern level, or `{ level }` (the official driver's `ReadConcern` fits). */
-export type ReadConcernLike = string | { level: string }
+/** A read concern level, `{ level }` or a `ReadConcern` (the official driver's type). */
+export type ReadConcernLike = ReadConcern | { level: ReadConcernLevel } | ReadConcernLevel
 
 /**
  * How `timeoutMS` bounds a cursor: `cursorLifetime` (the default) gives the command and every
  * getMore one deadline, so `toArray()` completes within `timeoutMS`; `iteration` gives each read
  * of a new batch `timeoutMS` of its own.
  */
-export type CursorTimeoutMode = 'cursorLifetime' | 'iteration'
+export const CursorTimeoutMode = Object.freeze({
+  ITERATION: 'iteration',
+  LIFETIME: 'cursorLifetime',
+} as const)
+export type CursorTimeoutMode = (typeof CursorTimeoutMode)[keyof typeof CursorTimeoutMode]
 
 /** Collation options, sent to the server as given. */
 export interface CollationOptions {
@@ -183,6 +188,20 @@ const READ_OPTIONS = {
 
 const NOT_ON_READ_PATH = ['signal', 'fieldsAsRaw', 'checkKeys']
 
+/** What to do instead of a refused operation option (else: leave it out, or use the official driver). */
+const REFUSED_OPTION_HINTS: Readonly<Record<string, string>> = {
+  signal: 'bound the read with timeoutMS instead (or close() its cursor)',
+  fieldsAsRaw: 'use raw: true for whole documents',
+  checkKeys: 'it concerns writes: leave it out',
+  oplogReplay: 'servers ignore it since MongoDB 4.4: leave it out',
+  explain: 'run the explain command with db.command({ explain: ... }), or this read with the official driver',
+  bypassDocumentValidation:
+    'it concerns $out and $merge, which rumongo does not run: run this aggregate with the official driver',
+  writeConcern:
+    'it concerns $out and $merge, which rumongo does not run: run this aggregate with the official driver',
+  out: 'rumongo does not write: run this aggregate with the official driver',
+}
+
 export const FIND: OperationSpec = {
   name: 'find',
   options: {
@@ -275,7 +294,10 @@ export function resolveOperationOptions(
   for (const [key, value] of Object.entries(options)) {
     if (value === undefined || isBSONOptionName(key)) continue
     if (spec.unsupported.includes(key)) {
-      throw new MongoInvalidArgumentError(`rumongo does not support the ${spec.name} option "${key}"`)
+      const hint = REFUSED_OPTION_HINTS[key] ?? 'leave it out, or run this read with the official driver'
+      throw new MongoInvalidArgumentError(
+        `rumongo does not support the ${spec.name} option "${key}": ${hint}`,
+      )
     }
     const kind = spec.options[key]
     if (kind !== undefined) command[key] = normalizeOption(spec.name, key, kind, value)
