@@ -118,6 +118,21 @@ describe('batch decoding', () => {
     },
   )
 
+  it('decodes documents whose shapes take turns at each depth, more of them than the tape remembers per depth', () => {
+    // The tape remembers a few recent shapes per depth (src/format/tape.rs, RECENT_SHAPES) before
+    // it hashes a signature: 13 shapes in turn at depth 0 and 11 at depth 1 (other lengths and
+    // types under the same keys too) keep replacing the remembered ones.
+    const documents = Array.from({ length: 600 }, (_, n) => {
+      const inner: Document = { [`inner${n % 11}`]: n % 3 === 0 ? `text ${n}` : n, shared: n }
+      if (n % 5 === 0) inner.extra = [n, { deeper: n % 2 === 0 }]
+      return { [`top${n % 13}`]: n, shared: n % 2 === 0 ? 'even' : n * 0.5, inner, [`sub${n % 7}`]: { n } }
+    })
+    const options = { ...DEFAULT_BSON_OPTIONS }
+    const batch = encodeAsServerBatch(documents)
+    expect(batch.slots).toBeInstanceOf(Float64Array)
+    expectIdentical(createDecoder(options).decodeBatch(batch), officialDecode(documents, options))
+  })
+
   it("reads the tape with the addon's own type tags (one definition, src/format/tape.rs)", () => {
     // The JS decoder inlines the tags as literals: this is what keeps the two sides in step.
     expect(TAPE_TAGS).toEqual(tapeTags())

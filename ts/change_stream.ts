@@ -13,10 +13,11 @@
  * streams were not used: they hand events over one at a time, deserialized into Rust structs,
  * and resume by their own rules.)
  *
- * Unlike other cursors, a change stream fetches nothing ahead: each getMore waits on the server
- * for new events, and one in flight when the stream resumes or closes would be a command the
+ * Unlike other cursors, a change stream fetches nothing ahead by default: each getMore waits on the
+ * server for new events, and one in flight when the stream resumes or closes would be a command the
  * official driver never sends. What overlaps instead is the encoding: a reply over 128 KiB comes in
- * parts (`nextBatch(true)`), so JS builds the first events while Rust encodes the rest.
+ * parts (`nextBatch(true)`), so JS builds the first events while Rust encodes the rest. The
+ * `prefetch: 1` option (rumongo's own) sends the next getMore while the reply in hand is read.
  * @module
  */
 import { Readable } from 'node:stream'
@@ -66,6 +67,11 @@ export interface ChangeStreamOptions extends Omit<AggregateOptions, 'explain'> {
   batchSize?: number
   /** DDL events too (`createIndexes`, `create`, ...) and their extra fields. */
   showExpandedEvents?: boolean
+  /**
+   * rumongo only: getMores sent ahead of the reader, 0 (default, as the official driver) or 1 (the
+   * next getMore goes out while the events of the reply in hand are read). Not sent to the server.
+   */
+  prefetch?: number
   [key: string]: unknown
 }
 
@@ -168,6 +174,22 @@ function isResumableError(error: unknown): boolean {
   return error.hasErrorLabel(MongoErrorLabel.ResumableChangeStreamError)
 }
 
+/** The `prefetch` option: getMores sent ahead of the reader (see `ChangeStreamCursor`). */
+function checkPrefetch(value: unknown): number {
+  if (value === undefined) return 0
+  if (value !== 0 && value !== 1) {
+    throw new MongoInvalidArgumentError(`prefetch of a change stream must be 0 or 1, got ${describe(value)}`)
+  }
+  return value
+}
+
+/** A batch asked of the native cursor and not taken yet. */
+interface Requested {
+  batch: Promise<DocumentBatch | null>
+  /** A part of the reply in hand (fetched already), not the first part of a reply. */
+  part: boolean
+}
+
 /** The fields of a reply a stream resumes from (`DocumentBatch.resumeFields`). */
 interface ResumeFields {
   postBatchResumeToken?: ResumeToken
@@ -184,6 +206,8 @@ class ChangeStreamCursor implements ClientCursor {
   readonly #pipeline: Document[]
   /** The options it was built with (the official `changeStreamCursorOptions`). */
   readonly #options: ChangeStreamOptions
+  /** getMores sent ahead of the reader: 0 or 1 (the `prefetch` option). */
+  readonly #prefetch: number
   #emit: (event: 'resumeTokenChanged' | 'close', token?: ResumeToken) => void = () => {}
   #resumeToken: ResumeToken = null
   #startAtOperationTime: Timestamp | null
@@ -217,10 +241,18 @@ class ChangeStreamCursor implements ClientCursor {
   #partsLeft = 0
   #partsEventsLeft = 0
   /**
-   * The next part of the reply in hand, asked for as soon as the part before it came: it is
-   * fetched already (no command goes to the server), so it is ready once JS has read this one.
+   * The batches asked of the native cursor and not taken yet, in the order it hands them over:
+   * the other parts of the reply in hand, asked for as soon as its first part came (fetched
+   * already: no command goes to the server), then, with `prefetch: 1`, the next reply, whose
+   * getMore goes out then. A batch read ahead is only taken (its events counted, its
+   * `postBatchResumeToken` kept) when the reader gets to it, so the resume token, `bufferedCount()`
+   * and a resume after its getMore failed are those of a stream that sent it then; `close()` and a
+   * resume drop it unread. The native cursor answers requests in the order they are made, a reply's
+   * parts before the next getMore: asked for in that order, each request is known for what it gets
+   * (a part, or the first part of the next reply, after which the next getMore may go out), so one
+   * getMore at most is ahead of the reader.
    */
-  #nextPart: Promise<DocumentBatch | null> | null = null
+  #requested: Requested[] = []
   /** Until the first reply is read whole: its `operationTime` is where an unset stream starts. */
   #firstReply = true
   #id: Long | undefined = undefined
@@ -233,11 +265,13 @@ class ChangeStreamCursor implements ClientCursor {
     scope: ChangeStreamScope,
     pipeline: Document[],
     options: ChangeStreamOptions,
+    prefetch: number,
   ) {
     this.#source = source
     this.#scope = scope
     this.#pipeline = pipeline
     this.#options = options
+    this.#prefetch = prefetch
     this.#startAtOperationTime = options.startAtOperationTime ?? null
     // Set before anyone listens, as in the official constructor (no resumeTokenChanged).
     if (options.startAfter) this.#resumeToken = options.startAfter
@@ -421,22 +455,29 @@ class ChangeStreamCursor implements ClientCursor {
       this.#died()
       return
     }
-    const nextPart = this.#nextPart
-    this.#nextPart = null
+    const requested = this.#requested.shift()
     let batch: DocumentBatch | null
     try {
-      batch = await (nextPart ?? callNative(() => native.nextBatch(true)))
+      batch = await (requested?.batch ?? callNative(() => native.nextBatch(true)))
     } catch (error) {
       // The native cursor is gone (killed on the server), as the official cursor after a failure.
       if (this.#state === 'open') this.#died()
       throw error
     }
     if (this.#state !== 'open') return
-    this.#take(batch)
+    this.#take(batch, requested?.part ?? false)
+  }
+
+  /** Asks the native cursor for its next batch (a part of the reply in hand, or a getMore). */
+  #request(native: NativeCursor, part: boolean): void {
+    const batch = callNative(() => native.nextBatch(true))
+    // Read (and its failure thrown) when the reader gets to it; dropped unread if the cursor closes first.
+    batch.catch(() => {})
+    this.#requested.push({ batch, part })
   }
 
   /** Takes a batch: its events, and what the resume rules need from its reply. */
-  #take(batch: DocumentBatch | null): void {
+  #take(batch: DocumentBatch | null, part = false): void {
     if (batch === null) {
       this.#died()
       return
@@ -445,10 +486,10 @@ class ChangeStreamCursor implements ClientCursor {
     this.#partsLeft = batch.replyPartsLeft
     this.#partsEventsLeft = batch.replyDocumentsLeft
     const native = this.#native
-    if (this.#partsLeft > 0 && native !== null) {
-      this.#nextPart = callNative(() => native.nextBatch(true))
-      // Read (and its failure thrown) when this part is; dropped unread if the cursor closes first.
-      this.#nextPart.catch(() => {})
+    if (!part && native !== null) {
+      for (let left = this.#partsLeft; left > 0; left--) this.#request(native, true)
+      if (this.#prefetch > 0 && batch.cursorId !== undefined && batch.cursorId !== 0n)
+        this.#request(native, false)
     }
     const fields: ResumeFields | undefined = batch.resumeFields
       ? (BSON.deserialize(batch.resumeFields) as ResumeFields)
@@ -485,7 +526,7 @@ class ChangeStreamCursor implements ClientCursor {
     this.#read = NO_EVENT
     this.#left = 0
     this.#partsEventsLeft = 0
-    this.#nextPart = null
+    this.#requested = []
     this.#emitClose()
   }
 
@@ -501,7 +542,7 @@ class ChangeStreamCursor implements ClientCursor {
   closedByClient(): void {
     if (this.#state !== 'open') return
     this.#native = null
-    this.#nextPart = null
+    this.#requested = []
     this.#state = 'killed'
     this.#emitClose()
   }
@@ -515,7 +556,7 @@ class ChangeStreamCursor implements ClientCursor {
     this.#read = NO_EVENT
     this.#left = 0
     this.#partsEventsLeft = 0
-    this.#nextPart = null
+    this.#requested = []
     try {
       if (native) await callNative(() => native.close())
     } finally {
@@ -547,6 +588,8 @@ export class ChangeStream<
   readonly options: ChangeStreamOptions
   readonly #source: CursorSource
   readonly #scope: ChangeStreamScope
+  /** getMores sent ahead of the reader (the `prefetch` option, rumongo's own). */
+  readonly #prefetch: number
   #cursor: ChangeStreamCursor
   #isClosed = false
   #mode: false | 'iterator' | 'emitter' = false
@@ -572,8 +615,10 @@ export class ChangeStream<
     if (options != null && !isPlainObject(options)) {
       throw new MongoInvalidArgumentError(`watch options must be an object, got ${describe(options)}`)
     }
+    const { prefetch, ...streamOptions } = options ?? {}
+    this.#prefetch = checkPrefetch(prefetch)
     this.pipeline = pipeline
-    this.options = { ...options }
+    this.options = streamOptions
     this.#source = source
     this.#scope = scope
     // Options the aggregate refuses are refused here, at watch(), not at the first read.
@@ -761,7 +806,7 @@ export class ChangeStream<
   }
 
   #createCursor(options: ChangeStreamOptions): ChangeStreamCursor {
-    const cursor = new ChangeStreamCursor(this.#source, this.#scope, this.pipeline, options)
+    const cursor = new ChangeStreamCursor(this.#source, this.#scope, this.pipeline, options, this.#prefetch)
     // Forwarded with the cursor event's argument, as the official driver forwards them (its
     // listeners of `close` get one argument, `undefined`).
     cursor.listen((event, token) => (this.emit as (event: string, token: unknown) => boolean)(event, token))

@@ -79,11 +79,17 @@ pub struct Tape {
     pub extras: Vec<u8>,
     shapes: Vec<Shape>,
     shape_ids: HashMap<Vec<u8>, usize>,
-    /// The last shape seen at each depth: consecutive documents mostly share it, which saves hashing.
-    last_shapes: Vec<Option<(Vec<u8>, usize)>>,
+    /// The last shapes seen at each depth, most recent first: a batch's documents mostly repeat
+    /// a few shapes at each depth, which saves hashing. Several, not one: the documents inside a
+    /// change event (`_id`, `fullDocument`, `ns`, `documentKey`) take turns at depth 1, and with
+    /// one remembered each was hashed (SipHash over its signature) for every event.
+    recent_shapes: Vec<Vec<(Vec<u8>, usize)>>,
     /// Signature buffers to reuse: a fresh one per document grew through several reallocations.
     spare_signatures: Vec<Vec<u8>>,
 }
+
+/// Shapes remembered per depth (see `Tape::recent_shapes`).
+const RECENT_SHAPES: usize = 8;
 
 struct Shape {
     keys: Vec<String>,
@@ -123,7 +129,7 @@ impl Tape {
             extras: Vec::new(),
             shapes: Vec::new(),
             shape_ids: HashMap::new(),
-            last_shapes: Vec::new(),
+            recent_shapes: Vec::new(),
             spare_signatures: Vec::new(),
         };
         for document in documents {
@@ -353,8 +359,8 @@ impl Tape {
     }
 
     fn shape_id(&mut self, signature: Vec<u8>, depth: usize) -> Parsed<usize> {
-        if let Some(Some((last, id))) = self.last_shapes.get(depth) {
-            if *last == signature {
+        if let Some(recent) = self.recent_shapes.get(depth) {
+            if let Some((_, id)) = recent.iter().find(|(seen, _)| *seen == signature) {
                 let id = *id;
                 self.spare_signatures.push(signature);
                 return Ok(id);
@@ -364,12 +370,16 @@ impl Tape {
             Some(&id) => id,
             None => self.new_shape(&signature)?,
         };
-        if self.last_shapes.len() <= depth {
-            self.last_shapes.resize(depth + 1, None);
+        if self.recent_shapes.len() <= depth {
+            self.recent_shapes.resize_with(depth + 1, Vec::new);
         }
-        if let Some((replaced, _)) = self.last_shapes[depth].replace((signature, id)) {
-            self.spare_signatures.push(replaced);
+        let recent = &mut self.recent_shapes[depth];
+        if recent.len() == RECENT_SHAPES {
+            if let Some((replaced, _)) = recent.pop() {
+                self.spare_signatures.push(replaced);
+            }
         }
+        recent.insert(0, (signature, id));
         Ok(id)
     }
 

@@ -152,12 +152,67 @@ impl Message {
         header: &Header,
     ) -> Result<Self> {
         let length = Checked::<usize>::try_from(header.length)?;
-        let length_remaining = length - Header::LENGTH;
-        let mut buf = vec![0u8; length_remaining.get()?];
-        reader.read_exact(&mut buf).await?;
-        let reader = buf.as_slice();
-
-        Self::read_op_common(reader, length_remaining.get()?, header)
+        let length_remaining = (length - Header::LENGTH).get()?;
+        // rumongo patch: a reply's body (its first section, of kind 0, as every server reply has
+        // it) is read from the socket straight into the buffer it is kept in. Read into one buffer
+        // for the whole message first, the body was then copied out of it into a second one
+        // (`read_document_bytes`): for a 500 KiB getMore reply, two allocations of fresh pages,
+        // their page faults and two more passes over the bytes, on the I/O thread. Any other
+        // layout takes the path below it, which parses (and refuses) it as before.
+        const PREFIX: usize = 4 + 1 + 4; // flags, section kind, body length
+        if length_remaining < PREFIX {
+            let mut buf = vec![0u8; length_remaining];
+            reader.read_exact(&mut buf).await?;
+            return Self::read_op_common(buf.as_slice(), length_remaining, header);
+        }
+        let mut prefix = [0u8; PREFIX];
+        reader.read_exact(&mut prefix).await?;
+        let flags = MessageFlags::from_bits_truncate(u32::from_le_bytes([
+            prefix[0], prefix[1], prefix[2], prefix[3],
+        ]));
+        let body_length = i32::from_le_bytes([prefix[5], prefix[6], prefix[7], prefix[8]]);
+        let body_length = usize::try_from(body_length)
+            .ok()
+            .filter(|&body| prefix[4] == 0 && body >= 5 && body <= length_remaining - 5);
+        let Some(body_length) = body_length else {
+            let mut buf = vec![0u8; length_remaining];
+            buf[..PREFIX].copy_from_slice(&prefix);
+            reader.read_exact(&mut buf[PREFIX..]).await?;
+            return Self::read_op_common(buf.as_slice(), length_remaining, header);
+        };
+        let mut body = vec![0u8; body_length];
+        body[..4].copy_from_slice(&prefix[5..]);
+        reader.read_exact(&mut body[4..]).await?;
+        let mut rest = vec![0u8; length_remaining - 5 - body_length];
+        reader.read_exact(&mut rest).await?;
+        let checksum = match rest.len() {
+            0 => None,
+            4 if flags.contains(MessageFlags::CHECKSUM_PRESENT) => {
+                Some(u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]))
+            }
+            // More sections, or bytes the reply should not have: parsed as one buffer, as before.
+            _ => {
+                let mut buf = Vec::with_capacity(length_remaining);
+                buf.extend_from_slice(&prefix[..5]);
+                buf.extend_from_slice(&body);
+                buf.extend_from_slice(&rest);
+                return Self::read_op_common(buf.as_slice(), length_remaining, header);
+            }
+        };
+        Ok(Self {
+            response_to: header.response_to,
+            flags,
+            document_payload: RawDocumentBuf::from_bytes(body)?,
+            document_sequences: Vec::new(),
+            checksum,
+            request_id: None,
+            #[cfg(any(
+                feature = "zstd-compression",
+                feature = "zlib-compression",
+                feature = "snappy-compression"
+            ))]
+            should_compress: false,
+        })
     }
 
     async fn read_op_compressed_from<T: AsyncRead + Unpin + Send>(
