@@ -128,6 +128,11 @@ export abstract class AbstractCursor<TSchema = Document>
   #killed = false
   /** The kill of the server cursor after a failure found in JS, which `close()` waits for. */
   #killing: Promise<void> | undefined = undefined
+  /**
+   * Whether a read started the query in this run: `rewind()` of a cursor never read does nothing,
+   * as the official one's (closed before its first read, it stays closed).
+   */
+  #opened = false
   /** A `rewind()` in progress: a read started meanwhile waits for it, then runs the query again. */
   #rewinding: Promise<void> | undefined = undefined
   /** Takes it out of its client's active cursors: done once it ends or closes. */
@@ -136,6 +141,8 @@ export abstract class AbstractCursor<TSchema = Document>
   protected constructor(source: CursorSource, format: BatchFormat = DOCUMENTS) {
     this.#source = source
     this.#format = format
+    // From its creation, as the official cursor: its client's close() closes it even unread.
+    this.#untrack = source.activeCursors.add(this)
   }
 
   /** The database and collection this cursor reads (`String(namespace)`: `db.collection`). */
@@ -539,6 +546,13 @@ export abstract class AbstractCursor<TSchema = Document>
    * cursor whose reader has its last batch is no longer active there, and reads on.
    */
   closedByClient(): void {
+    // Never read: closed, reads then say what a cursor closed before its first read says (null).
+    if (this.#state === 'new') {
+      this.#state = 'closed'
+      this.#untrack()
+      this.#emitClose()
+      return
+    }
     if (this.#state !== 'open' || (this.#id !== undefined && !this.#moreForReader)) return
     this.#kill()
     this.#state = 'closed'
@@ -563,6 +577,8 @@ export abstract class AbstractCursor<TSchema = Document>
    * follow at once without awaiting it.
    */
   rewind(): Promise<void> {
+    // Never read (closed before it, or not): nothing to reset, a closed cursor stays closed.
+    if (!this.#opened) return Promise.resolve()
     const rewinding = this.#rewind()
     this.#rewinding = rewinding
     const done = () => {
@@ -581,6 +597,8 @@ export abstract class AbstractCursor<TSchema = Document>
     // not touch the cursor once reset.
     await fetching?.catch(() => false)
     this.#state = 'new'
+    this.#opened = false
+    this.#untrack = this.#source.activeCursors.add(this)
     // What a close by the client left buffered.
     this.#buffer = []
     this.#position = 0
@@ -658,6 +676,7 @@ export abstract class AbstractCursor<TSchema = Document>
     }
     if (this.#state === 'new') {
       this.#state = 'opening'
+      this.#opened = true
       let firstBatch: DocumentBatch | undefined
       try {
         const answer = await this.openWithoutCursor()
@@ -671,8 +690,6 @@ export abstract class AbstractCursor<TSchema = Document>
         }
         // No native cursor: the first batch is the whole result.
         this.#native = opened.cursor ?? null
-        // Open on the server: the client's close() closes it, as the official driver's.
-        if (this.#native) this.#untrack = this.#source.activeCursors.add(this)
         this.#serverHasMore = this.#native !== null
         firstBatch = opened.firstBatch
         this.#decode = this.#format.decoder(bsonOptions)
