@@ -3,7 +3,7 @@
 // state (closed, killed, id, bufferedCount), its 'close' events and the server cursors left open:
 // - client.close() of a cursor never read: the official cursor is in its client's active cursors
 //   from its creation, so it is closed ('close'; reads say null, toArray() []). rumongo's joined
-//   them at its first read: its reads ran the query on the closed client.
+//   them at its first read: no 'close', and that read threw MongoNotConnectedError.
 // - rewind() of a cursor closed before its first read: the official rewind() does nothing (never
 //   initialized), the cursor stays closed. rumongo's ran the query again.
 // - a map() transform that throws: the official cursor closes (killCursors, 'close' before the
