@@ -218,7 +218,8 @@ const operations = [
   },
   async () => {
     // Reads that fail in JS: a batch js-bson refuses to decode, a map() transform that throws in
-    // the second batch. Every later read rejects; the cursor is killed on the server.
+    // the second batch, which closes its cursor as the official one's (killed on the server): a
+    // later read rejects.
     const refused = items.find({}, { batchSize: 20, useBigInt64: true, promoteLongs: false })
     const decodeError = await refused.next().then(
       () => null,

@@ -8,7 +8,7 @@ import { Long, type Document } from 'bson'
 import type { ActiveCursors, ClientCursor } from '../active_cursors.js'
 import type { ResolvedBSONOptions } from '../bson.js'
 import { DOCUMENTS, type BatchFormat } from '../format/index.js'
-import { DecodedBeforeFailure } from '../format/raw.js'
+import { DecodedWithFailures, UndecodableDocument } from '../format/raw.js'
 import {
   callNative,
   MongoClientClosedError,
@@ -97,6 +97,11 @@ export abstract class AbstractCursor<TSchema = Document>
   #decode: ((batch: DocumentBatch) => unknown[]) | null = null
   #buffer: unknown[] = []
   #position = 0
+  /**
+   * The position in `#buffer` of the next `UndecodableDocument` (a document that did not decode),
+   * or Infinity: a read that reaches it throws its error and moves past it.
+   */
+  #nextUndecodable = Infinity
   #fetching: Promise<boolean> | null = null
   /**
    * Batches requested from the native cursor and not consumed yet, oldest first. The native cursor
@@ -126,8 +131,17 @@ export abstract class AbstractCursor<TSchema = Document>
   /** The error that failed the cursor (state `failed`). */
   #failure: unknown = undefined
   #killed = false
-  /** The kill of the server cursor after a failure found in JS, which `close()` waits for. */
+  /**
+   * The close after a failure found in JS (a map() transform threw, a read of all the documents
+   * met one that does not decode), which `close()` and the failing read wait for: the official
+   * cursor closes itself (killCursors, 'close') before that read rejects.
+   */
   #killing: Promise<void> | undefined = undefined
+  /**
+   * Whether a read started the query in this run: `rewind()` of a cursor never read does nothing,
+   * as the official one's (closed before its first read, it stays closed).
+   */
+  #opened = false
   /** A `rewind()` in progress: a read started meanwhile waits for it, then runs the query again. */
   #rewinding: Promise<void> | undefined = undefined
   /** Takes it out of its client's active cursors: done once it ends or closes. */
@@ -136,6 +150,8 @@ export abstract class AbstractCursor<TSchema = Document>
   protected constructor(source: CursorSource, format: BatchFormat = DOCUMENTS) {
     this.#source = source
     this.#format = format
+    // From its creation, as the official cursor: its client's close() closes it even unread.
+    this.#untrack = source.activeCursors.add(this)
   }
 
   /** The database and collection this cursor reads (`String(namespace)`: `db.collection`). */
@@ -307,19 +323,50 @@ export abstract class AbstractCursor<TSchema = Document>
     }
     const end =
       count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
+    // A document that does not decode: the official cursor takes the documents one by one and
+    // throws at it, the ones before it taken and lost, the ones after it still buffered.
+    if (this.#nextUndecodable < end) throw this.#passUndecodable()
     const documents = this.#buffer.slice(this.#position, end)
     this.#position = end
     return this.#transform ? this.#transformed(documents) : (documents as TSchema[])
   }
 
-  /** `documents` through the map() transform; one that throws fails the cursor. */
+  /** `documents` through the map() transform; one that throws closes the cursor. */
   #transformed(documents: unknown[]): TSchema[] {
     try {
       return documents.map(this.#transform!)
     } catch (error) {
-      this.#abandon(error)
+      this.#closeAfterFailure()
       throw error
     }
+  }
+
+  /**
+   * Moves past the next `UndecodableDocument` (and what is buffered before it) and returns its error:
+   * the cursor stays open, the documents after it readable, as the official cursor's.
+   */
+  #passUndecodable(): unknown {
+    const undecodable = this.#buffer[this.#nextUndecodable] as UndecodableDocument
+    this.#position = this.#nextUndecodable + 1
+    this.#nextUndecodable = this.#findUndecodable(this.#position)
+    return undecodable.error
+  }
+
+  /** The position of the first `UndecodableDocument` in the buffer from `from`, or Infinity. */
+  #findUndecodable(from: number): number {
+    for (let index = from; index < this.#buffer.length; index++) {
+      if (this.#buffer[index] instanceof UndecodableDocument) return index
+    }
+    return Infinity
+  }
+
+  /**
+   * A map() transform threw (or a read of all the documents met one that does not decode): the
+   * cursor closes, as the official one does (its server cursor killed, 'close'); the failing read
+   * waits for it (`#killing`) before it rejects.
+   */
+  #closeAfterFailure(): void {
+    this.#killing = this.close()
   }
 
   /**
@@ -383,10 +430,16 @@ export abstract class AbstractCursor<TSchema = Document>
       if (this.#killed) throw new MongoCursorExhaustedError()
       return null
     }
-    do {
-      const document = this.#takeBuffered()
-      if (document !== NO_DOCUMENT) return document
-    } while (await this.#fetchBatch())
+    try {
+      do {
+        const document = this.#takeBuffered()
+        if (document !== NO_DOCUMENT) return document
+      } while (await this.#fetchBatch())
+    } catch (error) {
+      // A transform that threw closes the cursor first (see `#closeAfterFailure`).
+      await this.#killing
+      throw error
+    }
     return null
   }
 
@@ -395,13 +448,16 @@ export abstract class AbstractCursor<TSchema = Document>
     // Closed (by its client: the buffer stays): next() says what a closed cursor says.
     if (this.#state === 'failed' || this.#state === 'closed' || this.#position >= this.#buffer.length)
       return NO_DOCUMENT
+    // It does not decode: its error, the cursor staying open (the next read takes the next one).
+    if (this.#position === this.#nextUndecodable) throw this.#passUndecodable()
     const document = this.#buffer[this.#position++]
     if (!this.#transform) return document as TSchema
     try {
       return this.#transform(document)
     } catch (error) {
-      // The official driver closes the cursor here (its next read then says null, the end).
-      this.#abandon(error)
+      // The official driver closes the cursor here: its next read then throws
+      // MongoCursorExhaustedError if the server cursor was killed, else reads what is buffered.
+      this.#closeAfterFailure()
       throw error
     }
   }
@@ -419,6 +475,17 @@ export abstract class AbstractCursor<TSchema = Document>
       if (this.#killed) throw new MongoCursorExhaustedError()
       return null
     }
+    try {
+      return await this.#tryNextTailing()
+    } catch (error) {
+      // A transform that threw closes the cursor first (see `#closeAfterFailure`).
+      await this.#killing
+      throw error
+    }
+  }
+
+  /** `tryNext()` of a tailable cursor: a buffered document, else at most one server batch's. */
+  async #tryNextTailing(): Promise<TSchema | null> {
     const buffered = this.#takeBuffered()
     if (buffered !== NO_DOCUMENT) return buffered
     // A fetch another read started ends where that read wants: wait for it, then fetch once.
@@ -468,9 +535,15 @@ export abstract class AbstractCursor<TSchema = Document>
     if (this.#state === 'closed') return []
     if (this.#state === 'new') this.#collectsAll = true
     const documents: TSchema[] = []
-    do {
-      for (const document of this.readBufferedDocuments()) documents.push(document)
-    } while (await this.#fetchBatch())
+    try {
+      do {
+        for (const document of this.readBufferedDocuments()) documents.push(document)
+      } while (await this.#fetchBatch())
+    } catch (error) {
+      // The official toArray() reads through `for await`, which closes the cursor on any failure.
+      await this.close()
+      throw error
+    }
     return documents
   }
 
@@ -506,9 +579,10 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** `close()`; `emits`: whether it emits `'close'` (not when `rewind()` closes the run). */
   async #close(emits: boolean): Promise<void> {
-    if (this.#state === 'failed') return this.#killing
+    // Closed after a failure found in JS: once that close is done.
+    if (this.#state === 'failed' || this.#state === 'closed') return this.#killing
     // Exhausted: nothing to kill, and what is buffered reads on, as after the official close().
-    if (this.#state === 'closed' || this.#state === 'exhausted') return
+    if (this.#state === 'exhausted') return
     // During the find or aggregate, close() does not wait for it (a server that does not answer
     // would hold it): what it opens is killed once it answers (see `#fetchNonEmptyBatch`).
     const moreForReader = this.#moreForReader || this.#serverCursorOpen()
@@ -539,6 +613,13 @@ export abstract class AbstractCursor<TSchema = Document>
    * cursor whose reader has its last batch is no longer active there, and reads on.
    */
   closedByClient(): void {
+    // Never read: closed, reads then say what a cursor closed before its first read says (null).
+    if (this.#state === 'new') {
+      this.#state = 'closed'
+      this.#untrack()
+      this.#emitClose()
+      return
+    }
     if (this.#state !== 'open' || (this.#id !== undefined && !this.#moreForReader)) return
     this.#kill()
     this.#state = 'closed'
@@ -563,6 +644,8 @@ export abstract class AbstractCursor<TSchema = Document>
    * follow at once without awaiting it.
    */
   rewind(): Promise<void> {
+    // Never read (closed before it, or not): nothing to reset, a closed cursor stays closed.
+    if (!this.#opened) return Promise.resolve()
     const rewinding = this.#rewind()
     this.#rewinding = rewinding
     const done = () => {
@@ -581,9 +664,12 @@ export abstract class AbstractCursor<TSchema = Document>
     // not touch the cursor once reset.
     await fetching?.catch(() => false)
     this.#state = 'new'
+    this.#opened = false
+    this.#untrack = this.#source.activeCursors.add(this)
     // What a close by the client left buffered.
     this.#buffer = []
     this.#position = 0
+    this.#nextUndecodable = Infinity
     this.#collectsAll = false
     this.#failure = undefined
     this.#killing = undefined
@@ -650,14 +736,9 @@ export abstract class AbstractCursor<TSchema = Document>
 
   /** `once`: at most one server batch, even an empty one (a tailable cursor's `tryNext`). */
   async #fetchNonEmptyBatch(once = false): Promise<boolean> {
-    // The documents before one that did not decode are read: now its error.
-    if (this.#failure !== undefined && this.#state !== 'failed') {
-      const failure = this.#failure
-      this.#abandon(failure)
-      throw failure
-    }
     if (this.#state === 'new') {
       this.#state = 'opening'
+      this.#opened = true
       let firstBatch: DocumentBatch | undefined
       try {
         const answer = await this.openWithoutCursor()
@@ -671,8 +752,6 @@ export abstract class AbstractCursor<TSchema = Document>
         }
         // No native cursor: the first batch is the whole result.
         this.#native = opened.cursor ?? null
-        // Open on the server: the client's close() closes it, as the official driver's.
-        if (this.#native) this.#untrack = this.#source.activeCursors.add(this)
         this.#serverHasMore = this.#native !== null
         firstBatch = opened.firstBatch
         this.#decode = this.#format.decoder(bsonOptions)
@@ -731,16 +810,16 @@ export abstract class AbstractCursor<TSchema = Document>
         }
         try {
           this.#buffer = this.#decode!(batch)
+          this.#nextUndecodable = Infinity
         } catch (error) {
-          if (!(error instanceof DecodedBeforeFailure) || error.documents.length === 0) {
-            const failure = error instanceof DecodedBeforeFailure ? error.cause : error
-            this.#abandon(failure)
-            throw failure
+          if (!(error instanceof DecodedWithFailures)) {
+            this.#abandon(error)
+            throw error
           }
-          // A document that does not decode (invalid UTF-8, ...): the ones before it are read
-          // first, as the official driver's; then the cursor fails (reading on would skip it).
+          // A document that does not decode (invalid UTF-8, ...) fails the read that reaches it,
+          // as the official driver decodes each document as it is read (see `#passUndecodable`).
           this.#buffer = error.documents
-          this.#failure = error.cause
+          this.#nextUndecodable = this.#findUndecodable(0)
         }
         this.#position = 0
       }

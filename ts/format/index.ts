@@ -47,7 +47,7 @@ export const DOCUMENTS: BatchFormat = {
   decoder(bsonOptions) {
     const decoder = createDecoder(bsonOptions)
     const deserialize = toDeserializeOptions(bsonOptions)
-    // No tape: a document Rust could not tape (see `DecodedBeforeFailure`).
+    // No tape: a document Rust could not tape (see `DecodedWithFailures`).
     return (batch) =>
       bsonOptions.raw || isTaped(batch)
         ? decoder.decodeBatch(batch)

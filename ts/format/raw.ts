@@ -26,15 +26,20 @@ export function splitDocuments(batch: DocumentBatch): Buffer[] {
 }
 
 /**
- * What `deserializeAll` throws when a document does not decode: the documents before it, and its
- * error. The official driver decodes each document as it is read, so a reader returns these first
- * and then fails with `cause`. Internal: a cursor unwraps it.
+ * Where a document of the batch does not decode: its error, read in its place. The official driver
+ * decodes each document as it is read, so a reader returns the documents before it, fails at it
+ * with `error`, and may read on past it (as the official cursor's `next()` does).
  */
-export class DecodedBeforeFailure extends Error {
-  constructor(
-    readonly documents: Document[],
-    override readonly cause: unknown,
-  ) {
+export class UndecodableDocument {
+  constructor(readonly error: unknown) {}
+}
+
+/**
+ * What `deserializeUntilFailure` throws when a document does not decode: every document of the
+ * batch, an `UndecodableDocument` for each that does not. Internal: a cursor unwraps it.
+ */
+export class DecodedWithFailures extends Error {
+  constructor(readonly documents: (Document | UndecodableDocument)[]) {
     super('a document of the batch does not decode')
   }
 }
@@ -48,17 +53,27 @@ export function deserializeAll(batch: DocumentBatch, options: DeserializeOptions
 
 /**
  * `deserializeAll` for a cursor's batch.
- * @throws DecodedBeforeFailure when a document does not decode.
+ * @throws DecodedWithFailures when a document does not decode.
  */
 export function deserializeUntilFailure(batch: DocumentBatch, options: DeserializeOptions): Document[] {
   const documents: Document[] = new Array(batch.count)
   try {
     BSON.deserializeStream(batch.documents ?? NO_DOCUMENTS, 0, batch.count, documents, 0, options)
-  } catch (error) {
-    // js-bson fills the array in order: the documents before the bad one are there.
+  } catch {
+    // js-bson fills the array in order: the documents before the bad one are there. The rest are
+    // decoded one by one (the failure path only), each bad one kept as its error.
     let decoded = 0
     while (decoded < documents.length && documents[decoded] !== undefined) decoded++
-    throw new DecodedBeforeFailure(documents.slice(0, decoded), error)
+    const parts = splitDocuments(batch)
+    const all: (Document | UndecodableDocument)[] = documents.slice(0, decoded)
+    for (let index = decoded; index < parts.length; index++) {
+      try {
+        all.push(BSON.deserialize(parts[index]!, options))
+      } catch (error) {
+        all.push(new UndecodableDocument(error))
+      }
+    }
+    throw new DecodedWithFailures(all)
   }
   return documents
 }
