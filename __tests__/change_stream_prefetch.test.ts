@@ -13,21 +13,13 @@ import {
   eventToken,
   insertEvent,
   startChangeStreamServer,
+  type AnyChangeStream as AnyStream,
   type ChangeStreamScript,
   type ChangeStreamServer,
 } from './setup/change_stream_server.js'
 import { expectIdentical } from './setup/helpers.js'
 
 type Driver = 'official' | 'rumongo'
-type AnyStream = {
-  next(): Promise<Document>
-  bufferedCount(): number
-  close(): Promise<void>
-  on(event: string, listener: (...args: unknown[]) => void): unknown
-  resumeToken: unknown
-  closed: boolean
-}
-
 function inserted(n: number): Document {
   return insertEvent(n, { db: 'test', coll: 'items' }, (_id) => ({
     _id,

@@ -17,6 +17,7 @@ import {
   eventToken,
   insertEvent,
   startChangeStreamServer,
+  type AnyChangeStream as AnyStream,
   type ChangeStreamScript,
   type ChangeStreamServer,
 } from './setup/change_stream_server.js'
@@ -27,17 +28,6 @@ const run = promisify(execFile)
 
 type AnyClient = MongoClient | OfficialClient
 /** What both drivers' change streams offer that the tests use. */
-type AnyStream = {
-  next(): Promise<Document>
-  tryNext(): Promise<Document | null>
-  hasNext(): Promise<boolean>
-  bufferedCount(): number
-  close(): Promise<void>
-  on(event: string, listener: (...args: any[]) => void): unknown
-  resumeToken: unknown
-  closed: boolean
-}
-
 /** An insert event with values of several BSON types. */
 function itemInserted(n: number): Document {
   return insertEvent(n, { db: 'test', coll: 'items' }, (_id) => ({

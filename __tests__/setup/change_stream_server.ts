@@ -42,6 +42,18 @@ export interface ChangeStreamServer extends WireServer {
   streamCommands(): Document[]
 }
 
+/** What the tests use of a change stream, the official driver's or rumongo's (the oracle runs the same code). */
+export interface AnyChangeStream {
+  next(): Promise<Document>
+  tryNext(): Promise<Document | null>
+  hasNext(): Promise<boolean>
+  bufferedCount(): number
+  close(): Promise<void>
+  on(event: string, listener: (...args: any[]) => void): unknown
+  resumeToken: unknown
+  closed: boolean
+}
+
 /** The `_id` of event `n` (the position after it). */
 export function eventToken(n: number): Document {
   return { _data: `ev${n + 1}` }
