@@ -2,7 +2,7 @@
 // soak. Tests that break the server run a private dev server (kill, SIGSTOP, restart); timing
 // bounds are generous upper bounds that prove "no hang", never speed targets.
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -90,6 +90,24 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 /** `base` with `query` appended to its options. */
 const withQuery = (base: string, query: string) => `${base}${base.includes('?') ? '&' : '?'}${query}`
 
+/**
+ * Resolves once every thread of process `pid` is stopped. SIGSTOP is not instant: on these 2-vCPU
+ * VMs the last of the server's threads stopped up to ~7.5 ms after kill() (10 of 40 starts over
+ * 1 ms), long enough for it to answer a find in 2-4 ms, and a test then saw a "stopped" server
+ * answer (9 of 60 reads with the official driver, 6 of 60 with rumongo, before this wait).
+ */
+async function untilStopped(pid: number, boundMs = 5_000) {
+  const started = Date.now()
+  const stopped = () =>
+    readdirSync(`/proc/${pid}/task`).every(
+      (task) => readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8').split(') ')[1]?.[0] === 'T',
+    )
+  while (!stopped()) {
+    if (Date.now() - started > boundMs) throw new Error(`process ${pid} did not stop within ${boundMs} ms`)
+    await sleep(1)
+  }
+}
+
 /** A private dev server with a kept data directory, so it can be killed and restarted. */
 async function privateServer() {
   const dir = mkdtempSync(join(tmpdir(), 'rumongo-faults-'))
@@ -106,6 +124,7 @@ async function privateServer() {
     async whileStopped<T>(run: () => Promise<T>): Promise<T> {
       process.kill(server.pid, 'SIGSTOP')
       try {
+        await untilStopped(server.pid)
         return await run()
       } finally {
         process.kill(server.pid, 'SIGCONT')
