@@ -45,18 +45,34 @@ async function measure(run) {
   return { result, wall, cpu: (user + system) / 1000, busy }
 }
 
-const LEGEND = 'Each cell: official driver / rumongo (official ÷ rumongo: how many times less rumongo costs).'
+/** Measured runs of each query per driver: one run alone can land on a GC or a scheduler hiccup
+ * (a findOne once read 63.6 ms of event-loop time instead of ~1 ms), so the table shows medians. */
+const ROUNDS = 3
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]
+
+const LEGEND = `Each cell: official driver / rumongo, the median of ${ROUNDS} runs (official ÷ rumongo: how many times less rumongo costs).`
 const ms = (value) => (value >= 100 ? value.toFixed(0) : value.toFixed(1))
 const times = (official, rumongo) => (rumongo > 0 ? `${(official / rumongo).toFixed(1)}x` : '-')
 
-/** Runs `query` on a collection of each driver (after a warm-up run), measured. */
+/** Runs `query` on a collection of each driver (after a warm-up run), ROUNDS times in turn: the
+ * median wall, CPU and busy time of each driver, and the first run's result. */
 async function compare(name, query, collections) {
-  const measured = {}
-  for (const [driver, collection] of Object.entries(collections)) {
-    await query(collection) // warm-up: connection, JIT
-    measured[driver] = await measure(() => query(collection))
+  const runs = { official: [], rumongo: [] }
+  for (const collection of Object.values(collections)) await query(collection) // warm-up: connection, JIT
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [driver, collection] of Object.entries(collections)) {
+      runs[driver].push(await measure(() => query(collection)))
+    }
   }
-  const { official, rumongo } = measured
+  const summary = (measured) => ({
+    result: measured[0].result,
+    wall: median(measured.map((run) => run.wall)),
+    cpu: median(measured.map((run) => run.cpu)),
+    busy: median(measured.map((run) => run.busy)),
+  })
+  const official = summary(runs.official)
+  const rumongo = summary(runs.rumongo)
   const size = Array.isArray(official.result)
     ? `${official.result.length} docs`
     : typeof official.result === 'string'
