@@ -50,9 +50,14 @@ afterAll(() => rmSync(workDir, { recursive: true, force: true }))
  * ("context deadline exceeded"), and documents read without a sort come back in varying order
  * (Mongoose's tests sometimes rely on insertion order). A test whose outcome differs between the
  * runs is run again (alone with the others in question, in a fresh process) up to this many times
- * before it counts.
+ * before it counts. Four plain runs under a helper's build load each failed 3 to 11 tests that are
+ * not listed (the server's time limit, a findAndModify deadline, gh-8835's 20 ms timer; and three
+ * distinct tests, every run: query.test.js's listed maxTimeMS tests fail on `$where` before their
+ * last line deletes the `maxTimeMS: 10` they set on Mongoose, and FerretDB refuses maxTimeMS on
+ * distinct; alone they pass). A test that fails 1 time in 4 alone still fails four runs in a row 1
+ * time in 256.
  */
-const RETRIES = 2
+const RETRIES = 3
 
 let runs = 0
 
