@@ -1,7 +1,7 @@
-// A find's filter is parsed off the JS thread (src/options.rs, `DeferredDocument`): the native call
-// copies the filter's BSON and returns its Promise; the runtime's thread builds the driver's
-// `Document`. Parsing the `$in` of 10,000 ids a Mongoose populate sends took ~9M instructions of
-// the JS thread per populate before (callgrind, session 17).
+// The filter of find, countDocuments and distinct is parsed off the JS thread (src/options.rs,
+// `DeferredDocument`): the native call copies the filter's BSON and returns its Promise; the
+// runtime's thread builds the driver's `Document`. Parsing the `$in` of 10,000 ids a Mongoose
+// populate sends took ~9M instructions of the JS thread per populate before (callgrind, session 17).
 import { createRequire } from 'node:module'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { BSONError } from 'bson'
@@ -32,25 +32,35 @@ afterAll(async () => {
   await client.close()
 })
 
-describe("find's filter", () => {
-  it('is parsed after the native call returns: malformed BSON rejects the Promise, the call does not throw', async () => {
-    const cursor = client.db(dbName).collection('items').find({})
-    // The cursor's source (a protected member in TypeScript) hands out the native collection.
-    const native = await (cursor as any).source.nativeCollection()
-    await cursor.close()
-    // Declares 16 bytes, holds 5: the BSON parser refuses it.
-    const malformed = Buffer.from([16, 0, 0, 0, 0])
-    let pending: Promise<unknown> | undefined
-    expect(() => {
-      pending = native.find(malformed, toBSON({}, DEFAULT_BSON_OPTIONS), 'tape')
-    }).not.toThrow()
-    // The error the synchronous throw translated to: js-bson's, as for any BSON rumongo cannot read.
-    const error = await callNative(() => pending!).catch((caught: unknown) => caught)
-    expect(BSONError.isBSONError(error)).toBe(true)
-    expect((error as Error).message).toMatch(/^invalid BSON/)
-  })
+/** Each read with a filter, called on the native collection with `filter` and empty options. */
+const NATIVE_CALLS: Record<string, (native: any, filter: Buffer) => Promise<unknown>> = {
+  find: (native, filter) => native.find(filter, toBSON({}, DEFAULT_BSON_OPTIONS), 'tape'),
+  countDocuments: (native, filter) => native.countDocuments(filter, toBSON({}, DEFAULT_BSON_OPTIONS)),
+  distinct: (native, filter) => native.distinct('n', filter, toBSON({}, DEFAULT_BSON_OPTIONS)),
+}
 
-  it("returns the official driver's documents for an $in of 10,000 ids", async () => {
+describe('the filter of find, countDocuments and distinct', () => {
+  it.each(Object.keys(NATIVE_CALLS))(
+    '%s: parsed after the native call returns: malformed BSON rejects the Promise, the call does not throw',
+    async (read) => {
+      const cursor = client.db(dbName).collection('items').find({})
+      // The cursor's source (a protected member in TypeScript) hands out the native collection.
+      const native = await (cursor as any).source.nativeCollection()
+      await cursor.close()
+      // Declares 16 bytes, holds 5: the BSON parser refuses it.
+      const malformed = Buffer.from([16, 0, 0, 0, 0])
+      let pending: Promise<unknown> | undefined
+      expect(() => {
+        pending = NATIVE_CALLS[read]!(native, malformed)
+      }).not.toThrow()
+      // The error the synchronous throw translated to: js-bson's, as for any BSON rumongo cannot read.
+      const error = await callNative(() => pending!).catch((caught: unknown) => caught)
+      expect(BSONError.isBSONError(error)).toBe(true)
+      expect((error as Error).message).toMatch(/^invalid BSON/)
+    },
+  )
+
+  it("returns the official driver's documents, count and values for an $in of 10,000 ids", async () => {
     const stored = await official.db(dbName).collection('items').find({}).toArray()
     const ids = [
       ...stored.map((document) => document._id),
@@ -62,5 +72,17 @@ describe("find's filter", () => {
     const theirs = await official.db(dbName).collection('items').find(filter).sort(sort).toArray()
     expect(ours).toEqual(theirs)
     expect(ours).toHaveLength(50)
+    const [ourCount, theirCount] = await Promise.all([
+      client.db(dbName).collection('items').countDocuments(filter),
+      official.db(dbName).collection('items').countDocuments(filter),
+    ])
+    expect(ourCount).toBe(theirCount)
+    expect(ourCount).toBe(50)
+    const [ourValues, theirValues] = await Promise.all([
+      client.db(dbName).collection('items').distinct('n', filter),
+      official.db(dbName).collection('items').distinct('n', filter),
+    ])
+    expect(ourValues).toEqual(theirValues)
+    expect(ourValues).toHaveLength(50)
   })
 })

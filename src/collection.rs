@@ -142,7 +142,7 @@ impl NativeCollection {
         options: &[u8],
     ) -> napi::Result<PromiseRaw<'env, f64>> {
         let mut operation = Operation::begin(&self.client, options, "countDocuments")?;
-        let filter = document_from_bytes(filter)?;
+        let filter = DeferredDocument::new(filter);
         let taken = &mut operation.options;
         let mut count = CountOptions::default();
         count.skip = taken.non_negative("skip")?;
@@ -162,7 +162,7 @@ impl NativeCollection {
             true,
             input,
             |(collection, filter, count, session)| async move {
-                let count = collection.count_documents(filter).with_options(count);
+                let count = collection.count_documents(filter.parse()?).with_options(count);
                 Ok(match session {
                     None => count.await?,
                     Some(slot) => count.session(&mut *slot.take().await?).await?,
@@ -215,7 +215,7 @@ impl NativeCollection {
         options: &[u8],
     ) -> napi::Result<PromiseRaw<'env, Buffer>> {
         let mut operation = Operation::begin(&self.client, options, "distinct")?;
-        let filter = document_from_bytes(filter)?;
+        let filter = DeferredDocument::new(filter);
         let taken = &mut operation.options;
         let mut distinct = DistinctOptions::default();
         distinct.max_time = taken.millis("maxTimeMS")?;
@@ -233,7 +233,7 @@ impl NativeCollection {
             true,
             input,
             |(collection, key, filter, distinct, session)| async move {
-                let distinct = collection.distinct(key, filter).with_options(distinct);
+                let distinct = collection.distinct(key, filter.parse()?).with_options(distinct);
                 Ok(match session {
                     None => distinct.await?,
                     Some(slot) => distinct.session(&mut *slot.take().await?).await?,
