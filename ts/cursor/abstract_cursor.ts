@@ -11,6 +11,7 @@ import { DOCUMENTS, type BatchFormat } from '../format/index.js'
 import { DecodedWithFailures, UndecodableDocument } from '../format/raw.js'
 import {
   callNative,
+  MongoAPIError,
   MongoClientClosedError,
   MongoCursorExhaustedError,
   MongoCursorInUseError,
@@ -51,6 +52,10 @@ export interface CursorSource {
   /** The client's cursors that its `close()` closes (find, aggregate and change-stream cursors). */
   activeCursors: ActiveCursors
 }
+
+/** What a `map()` transform that returns `null` throws: the official driver's message. */
+const TRANSFORM_TO_NULL =
+  'Cursor returned a `null` document, but the cursor is not exhausted.  Mapping documents to `null` is not supported in the cursor transform.'
 
 /** `failed`: a read failed; every later read rejects instead of passing for the end of the results. */
 type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'failed' | 'closed'
@@ -222,9 +227,13 @@ export abstract class AbstractCursor<TSchema = Document>
     return this.#collectsAll
   }
 
-  /** True once the first read has started: options can no longer change. */
+  /**
+   * True once the first read of this run has started: options (and `map()`) can no longer change.
+   * A cursor closed before its first read is not initialized, as the official one's (whose close()
+   * leaves `initialized` false): its options can still be set, its reads say `null`.
+   */
   protected get initialized(): boolean {
-    return this.#state !== 'new'
+    return this.#opened
   }
 
   protected get source(): CursorSource {
@@ -312,7 +321,8 @@ export abstract class AbstractCursor<TSchema = Document>
   }
 
   /**
-   * Takes up to `count` buffered documents (all by default) without I/O.
+   * Takes up to `count` buffered documents (all by default) without I/O, as the server sent them:
+   * the `map()` transform is not applied, as in the official driver.
    * @throws MongoInvalidArgumentError when `count` is not a non-negative integer.
    */
   readBufferedDocuments(count?: number): TSchema[] {
@@ -321,6 +331,11 @@ export abstract class AbstractCursor<TSchema = Document>
         `readBufferedDocuments expects a non-negative integer, got ${describe(count)}`,
       )
     }
+    return this.#takeBufferedDocuments(count) as TSchema[]
+  }
+
+  /** Up to `count` buffered documents (all by default), untransformed. */
+  #takeBufferedDocuments(count?: number): unknown[] {
     const end =
       count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
     // A document that does not decode: the official cursor takes the documents one by one and
@@ -328,13 +343,32 @@ export abstract class AbstractCursor<TSchema = Document>
     if (this.#nextUndecodable < end) throw this.#passUndecodable()
     const documents = this.#buffer.slice(this.#position, end)
     this.#position = end
-    return this.#transform ? this.#transformed(documents) : (documents as TSchema[])
+    return documents
   }
 
-  /** `documents` through the map() transform; one that throws closes the cursor. */
-  #transformed(documents: unknown[]): TSchema[] {
+  /**
+   * Every buffered document, through the `map()` transform, appended to `into` (what `toArray()`
+   * and `nextBatch()` return).
+   */
+  #takeBufferedMapped(into: TSchema[]): void {
+    const documents = this.#takeBufferedDocuments()
+    if (this.#transform) {
+      for (const document of documents) into.push(this.#mapped(document))
+    } else {
+      for (const document of documents) into.push(document as TSchema)
+    }
+  }
+
+  /**
+   * A document through the `map()` transform. One that throws, or maps a document to `null` (which
+   * reads would take for the end of the results), closes the cursor first, as the official
+   * driver's `transformDocument`.
+   */
+  #mapped(document: unknown): TSchema {
     try {
-      return documents.map(this.#transform!)
+      const mapped = this.#transform!(document)
+      if (mapped === null) throw new MongoAPIError(TRANSFORM_TO_NULL)
+      return mapped
     } catch (error) {
       this.#closeAfterFailure()
       throw error
@@ -408,12 +442,11 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#throwIfFailed()
     if (this.#state === 'closed') throw new MongoCursorExhaustedError()
     if (this.bufferedCount() === 0 && !(await this.#fetchBatch())) return null
-    const documents = this.readBufferedDocuments()
+    const documents: TSchema[] = []
+    this.#takeBufferedMapped(documents)
     // A large first reply arrives in parts (JS decodes one while Rust encodes the next): hand over
     // the whole server batch.
-    while (this.#replyPartsLeft > 0 && (await this.#fetchBatch())) {
-      for (const document of this.readBufferedDocuments()) documents.push(document)
-    }
+    while (this.#replyPartsLeft > 0 && (await this.#fetchBatch())) this.#takeBufferedMapped(documents)
     return documents
   }
 
@@ -451,15 +484,9 @@ export abstract class AbstractCursor<TSchema = Document>
     // It does not decode: its error, the cursor staying open (the next read takes the next one).
     if (this.#position === this.#nextUndecodable) throw this.#passUndecodable()
     const document = this.#buffer[this.#position++]
-    if (!this.#transform) return document as TSchema
-    try {
-      return this.#transform(document)
-    } catch (error) {
-      // The official driver closes the cursor here: its next read then throws
-      // MongoCursorExhaustedError if the server cursor was killed, else reads what is buffered.
-      this.#closeAfterFailure()
-      throw error
-    }
+    // A transform that fails closes the cursor: its next read then throws MongoCursorExhaustedError
+    // if the server cursor was killed, else reads what is buffered, as the official cursor's.
+    return this.#transform ? this.#mapped(document) : (document as TSchema)
   }
 
   /**
@@ -537,7 +564,7 @@ export abstract class AbstractCursor<TSchema = Document>
     const documents: TSchema[] = []
     try {
       do {
-        for (const document of this.readBufferedDocuments()) documents.push(document)
+        this.#takeBufferedMapped(documents)
       } while (await this.#fetchBatch())
     } catch (error) {
       // The official toArray() reads through `for await`, which closes the cursor on any failure.
