@@ -3,6 +3,7 @@
  * over native cursors that hand over one server batch at a time.
  * @module
  */
+import { EventEmitter } from 'node:events'
 import { Readable } from 'node:stream'
 import { Long, type Document } from 'bson'
 import type { ActiveCursors, ClientCursor } from '../active_cursors.js'
@@ -84,6 +85,29 @@ export type AbstractCursorEvents = {
   close(): void
 }
 
+/** Adds the official cursor's own listeners; set in the class, which reads private fields (see `#addOwnListeners`). */
+let addOwnListeners: (cursor: AbstractCursor<unknown>) => void
+
+/** Takes a cursor out of its client's active cursors; set in the class. */
+let untrack: (cursor: AbstractCursor<unknown>) => void
+
+/**
+ * The official cursor's `once('close')` listener (`removeActiveCursor`). rumongo takes the cursor
+ * out where its run ends, before `'close'`: this finds it gone.
+ */
+function leaveActiveCursors(this: AbstractCursor<unknown>): void {
+  untrack(this)
+}
+
+/** Whether Node's methods made the cursor's listener table (`_events`, see below the class). */
+function hasListenerTable(cursor: AbstractCursor<unknown>): boolean {
+  return (cursor as { _events?: object })._events !== undefined
+}
+
+const emitEvent = EventEmitter.prototype.emit
+const addListener = EventEmitter.prototype.on
+const onceListener = EventEmitter.prototype.once
+
 /**
  * A cursor over query results. Lazy: nothing is sent until the first read.
  * Also a thenable, so `await collection.find(filter)` resolves to the array of all documents.
@@ -151,6 +175,8 @@ export abstract class AbstractCursor<TSchema = Document>
   #rewinding: Promise<void> | undefined = undefined
   /** Takes it out of its client's active cursors: done once it ends or closes. */
   #untrack: () => void = () => {}
+  /** Whether this run emitted `'close'` (the official `hasEmittedClose`). */
+  #closeEmitted = false
 
   protected constructor(source: CursorSource, format: BatchFormat = DOCUMENTS) {
     this.#source = source
@@ -673,6 +699,12 @@ export abstract class AbstractCursor<TSchema = Document>
   rewind(): Promise<void> {
     // Never read (closed before it, or not): nothing to reset, a closed cursor stays closed.
     if (!this.#opened) return Promise.resolve()
+    // Listened to again until the new run's 'close', as the official rewind() tracks the cursor
+    // again (at once: it returns nothing to await).
+    this.#closeEmitted = false
+    if (hasListenerTable(this) && !this.listeners('close').includes(leaveActiveCursors)) {
+      onceListener.call(this, 'close', leaveActiveCursors)
+    }
     const rewinding = this.#rewind()
     this.#rewinding = rewinding
     const done = () => {
@@ -913,7 +945,26 @@ export abstract class AbstractCursor<TSchema = Document>
    * none, and this costs a property read.
    */
   #emitClose(): void {
-    this.emit('close')
+    this.#closeEmitted = true
+    // No listener table: nobody listens (the cursor's own listeners come with the table).
+    if (hasListenerTable(this)) emitEvent.call(this, 'close')
+  }
+
+  /**
+   * The official cursor's own listeners, added with the listener table (the first call of an
+   * EventEmitter method, see below the class): an `'error'` listener that does nothing, so an
+   * `'error'` emitted on the cursor is not thrown, and the `once('close')` that takes it out of its
+   * client's active cursors (present until `'close'`, again after `rewind()`): `listenerCount()`,
+   * `eventNames()` and `listeners()` say what the official cursor's do.
+   */
+  #addOwnListeners(): void {
+    addListener.call(this, 'error', ignoreError)
+    if (!this.#closeEmitted) onceListener.call(this, 'close', leaveActiveCursors)
+  }
+
+  static {
+    addOwnListeners = (cursor) => cursor.#addOwnListeners()
+    untrack = (cursor) => cursor.#untrack()
   }
 
   /**
@@ -950,9 +1001,40 @@ export abstract class AbstractCursor<TSchema = Document>
 // The cursor is an EventEmitter as the official one (`instanceof EventEmitter`, its methods), without
 // running EventEmitter's constructor for each cursor: Node's methods create the listener table on
 // the first listener (`_events` undefined until then), so a cursor nobody listens to costs nothing
-// more (a find or findOne reads through a cursor).
+// more (a find or findOne reads through a cursor). The official cursor's own listeners (see
+// `#addOwnListeners`) are added by the first call of a method that adds, removes, counts, lists or
+// emits events: before it, nobody could tell them missing.
 Object.setPrototypeOf(AbstractCursor.prototype, TypedEventEmitter.prototype)
 export interface AbstractCursor<TSchema = Document> extends TypedEventEmitter<AbstractCursorEvents> {}
+
+/** The official cursor's `'error'` listener (`noop`). */
+function ignoreError(): void {}
+
+for (const method of [
+  'addListener',
+  'on',
+  'once',
+  'prependListener',
+  'prependOnceListener',
+  'removeListener',
+  'off',
+  'removeAllListeners',
+  'emit',
+  'listeners',
+  'rawListeners',
+  'listenerCount',
+  'eventNames',
+] as const) {
+  const inherited = TypedEventEmitter.prototype[method] as (...args: unknown[]) => unknown
+  Object.defineProperty(AbstractCursor.prototype, method, {
+    configurable: true,
+    writable: true,
+    value: function (this: AbstractCursor<unknown>, ...args: unknown[]) {
+      if (!hasListenerTable(this)) addOwnListeners(this)
+      return inherited.apply(this, args)
+    },
+  })
+}
 
 /** The cursors `closedByClient()` closed: beside them, no field on every cursor for it. */
 const closedByTheirClient = new WeakSet<AbstractCursor<unknown>>()
