@@ -666,11 +666,10 @@ export abstract class AbstractCursor<TSchema = Document>
    * cursor whose reader has its last batch is no longer active there, and reads on.
    */
   closedByClient(): void {
-    // Never read: closed, reads then say what a cursor closed before its first read says (null).
+    // Never read: closed as close() closes it (with nothing to kill, at once, 'close' included);
+    // reads then say what a cursor closed before its first read says (null).
     if (this.#state === 'new') {
-      this.#state = 'closed'
-      this.#untrack()
-      this.#emitClose()
+      void this.#close(true)
       return
     }
     if (this.#state !== 'open' || (this.#id !== undefined && !this.#moreForReader)) return
