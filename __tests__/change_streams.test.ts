@@ -830,7 +830,9 @@ describe('watch() against the official driver on a fake replica-set primary', ()
             await client.close()
           }
           await expect
-            .poll(() => log.some((entry) => Array.isArray(entry) && entry[0] !== 'change'), { timeout: 10_000 })
+            .poll(() => log.some((entry) => Array.isArray(entry) && entry[0] !== 'change'), {
+              timeout: 10_000,
+            })
             .toBe(true)
           // Long enough for a second error or event to come.
           await sleep(300)

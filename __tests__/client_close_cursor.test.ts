@@ -153,7 +153,10 @@ it('client.close() during the first find: the read rejects with MongoClientClose
     const log: unknown[] = []
     try {
       await client.connect()
-      const cursor = (client as OfficialClient).db('app').collection('items').find({}) as unknown as AnyCursor & {
+      const cursor = (client as OfficialClient)
+        .db('app')
+        .collection('items')
+        .find({}) as unknown as AnyCursor & {
         on(event: 'close', listener: () => void): unknown
       }
       cursor.on('close', () => log.push('close event'))
