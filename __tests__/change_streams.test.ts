@@ -785,4 +785,84 @@ describe('watch() against the official driver on a fake replica-set primary', ()
     expect(ours.failure).toEqual(theirs.failure)
     expect(ours.closed).toBe(theirs.closed)
   })
+
+  // In emitter mode the official stream emits 'error' from its cursor stream's 'error' handler: with
+  // no 'error' listener, EventEmitter throws it there, an uncaught exception (the process dies unless
+  // it handles 'uncaughtException'), after its cursor closed. rumongo emitted it inside its async
+  // emitter loop: an unhandled rejection instead (only a warning with --unhandled-rejections=warn),
+  // and when a 'change' listener threw, the stream stayed open.
+  it("emitter mode without an 'error' listener: the error reaches the process as an uncaught exception after the stream closed, as the official driver's", async () => {
+    const faults: Record<string, Pick<ChangeStreamScript, 'fault' | 'emptyWaitMS'>> = {
+      'the server fails a getMore': {
+        fault: (name, count) =>
+          name === 'getMore' && count === 2
+            ? { ok: 0, code: 2, codeName: 'BadValue', errmsg: 'not resumable' }
+            : undefined,
+      },
+      "a 'change' listener throws": {},
+      'client.close() during a getMore': { emptyWaitMS: 5_000 },
+    }
+    const logs: Record<string, unknown[]> = {}
+    for (const driver of ['official', 'rumongo'] as const) {
+      for (const [name, fault] of Object.entries(faults)) {
+        const server = await startChangeStreamServer({ events: EVENTS.slice(0, 2), batchSize: 1, ...fault })
+        const client = driver === 'official' ? new OfficialClient(server.uri) : new MongoClient(server.uri)
+        const log: unknown[] = []
+        // Vitest's own handlers report these as failures: set aside while the stream fails.
+        const vitestHandlers = {
+          uncaughtException: process.listeners('uncaughtException'),
+          unhandledRejection: process.listeners('unhandledRejection'),
+        }
+        for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
+          process.removeAllListeners(event)
+          process.on(event, (error: unknown) => log.push([event, (error as Error).message]))
+        }
+        try {
+          const stream = watchItems([], { maxAwaitTimeMS: 5_000 })(client)
+          stream.on('close', () => log.push('close event'))
+          stream.on('change', (change: Document) => {
+            log.push(['change', change.operationType])
+            if (name === "a 'change' listener throws") throw new Error('listener failed')
+          })
+          if (name === 'client.close() during a getMore') {
+            await expect.poll(() => log.length, { timeout: 10_000 }).toBe(2)
+            await sleep(200)
+            await client.close()
+          }
+          await expect
+            .poll(() => log.some((entry) => Array.isArray(entry) && entry[0] !== 'change'), {
+              timeout: 10_000,
+            })
+            .toBe(true)
+          // Long enough for a second error or event to come.
+          await sleep(300)
+          log.push(['closed', stream.closed])
+          await stream.close()
+          await client.close()
+          log.push(['killed', server.killed.length])
+        } finally {
+          for (const [event, handlers] of Object.entries(vitestHandlers)) {
+            process.removeAllListeners(event)
+            for (const handler of handlers) process.on(event as 'uncaughtException', handler as () => void)
+          }
+          await client.close()
+          await server.stop()
+        }
+        logs[`${driver} ${name}`] = log
+      }
+    }
+    for (const name of Object.keys(faults)) {
+      // The native client's close() kills the cursor the official client leaves to the server.
+      if (name === 'client.close() during a getMore') logs[`rumongo ${name}`]!.pop()
+      if (name === 'client.close() during a getMore') logs[`official ${name}`]!.pop()
+      expectIdentical([name, logs[`rumongo ${name}`]], [name, logs[`official ${name}`]])
+    }
+    expect(logs["rumongo a 'change' listener throws"]).toEqual([
+      ['change', 'insert'],
+      'close event',
+      ['uncaughtException', 'listener failed'],
+      ['closed', true],
+      ['killed', 1],
+    ])
+  })
 })

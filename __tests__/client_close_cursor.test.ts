@@ -3,9 +3,11 @@
 // false) and nothing buffered is returned. rumongo kept returning the buffered documents, and
 // hasNext() said true. Side by side on the embedded server.
 import { afterAll, beforeAll, expect, it } from 'vitest'
-import { MongoClient as OfficialClient, type Document } from 'mongodb'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Long, MongoClient as OfficialClient, type Document } from 'mongodb'
 import { MongoClient, MongoCursorExhaustedError } from 'rumongo'
 import { connectBoth, expectIdentical, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
+import { startWireServer } from './setup/wire_server.js'
 
 const dbName = uniqueDbName('client_close_cursor')
 let drivers: Drivers
@@ -128,4 +130,55 @@ it("client.close() with documents buffered: every read then as the official driv
   const exhausted = await cursor.tryNext().catch((error: unknown) => error)
   expect(exhausted).toBeInstanceOf(MongoCursorExhaustedError)
   expect(exhausted).toMatchObject({ code: 'ERR_CURSOR_EXHAUSTED' })
+})
+
+// client.close() while the find is in flight, its reply held by the server until the close was
+// called: the official client fails its checked-out connections first, so the first read rejects
+// with MongoClientClosedError whatever the server answers then, and the cursor is closed ('close',
+// nothing buffered, nothing killed). rumongo's native close interrupts the find the same way.
+// (A later read: the official one says null, rumongo's rejects, as after any failed read.)
+it('client.close() during the first find: the read rejects with MongoClientClosedError, as the official driver’s, whatever the server then answers', async () => {
+  const logs: Record<string, unknown[]> = {}
+  for (const driver of ['official', 'rumongo'] as const) {
+    let answerFind: (() => void) | undefined
+    const server = await startWireServer({
+      answer(command) {
+        if (command.find === undefined) return { ok: 1 }
+        const ns = `${command.$db}.${command.find}`
+        const reply = { cursor: { id: Long.fromNumber(77), ns, firstBatch: [{ _id: 1 }, { _id: 2 }] }, ok: 1 }
+        return new Promise((resolve) => (answerFind = () => resolve(reply)))
+      },
+    })
+    const client = driver === 'official' ? new OfficialClient(server.uri) : new MongoClient(server.uri)
+    const log: unknown[] = []
+    try {
+      await client.connect()
+      const cursor = (client as OfficialClient)
+        .db('app')
+        .collection('items')
+        .find({}) as unknown as AnyCursor & {
+        on(event: 'close', listener: () => void): unknown
+      }
+      cursor.on('close', () => log.push('close event'))
+      const read = outcome(cursor.next())
+      await expect.poll(() => answerFind !== undefined, { timeout: 10_000 }).toBe(true)
+      const closing = client.close()
+      await sleep(50)
+      answerFind!()
+      log.push(await read, await outcome(closing))
+      log.push([cursor.closed, cursor.killed, cursor.bufferedCount()], ['killed', server.killed])
+      logs[driver] = log
+    } finally {
+      await client.close()
+      await server.stop()
+    }
+  }
+  expectIdentical(logs.rumongo, logs.official)
+  expect(logs.rumongo).toEqual([
+    'close event',
+    ['rejected', 'MongoClientClosedError', 'Operation interrupted because client was closed'],
+    ['resolved', undefined],
+    [true, false, 0],
+    ['killed', []],
+  ])
 })

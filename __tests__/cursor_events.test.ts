@@ -241,9 +241,10 @@ it('a cursor is an EventEmitter with the official cursor’s methods, and none m
     if (typeof (official as any)[method] !== 'function') continue
     expect([method, typeof (cursor as any)[method]]).toEqual([method, 'function'])
   }
-  // No listener table until the first listener (the per-cursor cost stays what it was).
+  // No listener table until the first call of an emitter method (the per-cursor cost stays what
+  // it was); that call adds the official cursor's own listeners first.
   expect(Object.keys(cursor)).toEqual([])
-  expect(cursor.listenerCount('close')).toBe(0)
+  expect(cursor.listenerCount('close')).toBe(official.listenerCount('close'))
   // Chaining methods return the cursor; once() from node:events works.
   const listener = () => {}
   expect(cursor.on('close', listener)).toBe(cursor)
@@ -253,4 +254,62 @@ it('a cursor is an EventEmitter with the official cursor’s methods, and none m
   await cursor.close()
   await closed
   await official.close()
+})
+
+// The official cursor listens to its own 'error' (a no-op, so that an 'error' emitted on it is not
+// thrown) and, until its 'close', to 'close' (which takes it out of its client's active cursors).
+// rumongo's had no listener: `cursor.emit('error', error)` threw the error (in an application's
+// or a library's 'error' forwarding, an uncaught exception), and listenerCount()/eventNames() said
+// nothing was listening.
+it("a cursor has the official cursor's own listeners: an 'error' emitted on it is not thrown", async () => {
+  const logs: Record<string, unknown[]> = {}
+  for (const driver of ['official', 'rumongo'] as const) {
+    const client = drivers[driver] as AnyClient
+    const log: unknown[] = []
+    const listening = (name: string, cursor: AnyCursor) =>
+      log.push([
+        name,
+        cursor.eventNames(),
+        cursor.listenerCount('error'),
+        cursor.listenerCount('close'),
+        cursor.listeners('close').length,
+      ])
+    const emitted = (name: string, cursor: AnyCursor) => {
+      try {
+        log.push([name, cursor.emit('error', new Error('emitted by the application'))])
+      } catch (error) {
+        log.push([name, 'threw', (error as Error).message])
+      }
+    }
+    const cursor = find(4)(client)
+    emitted('emit error first', cursor)
+    listening('fresh', cursor)
+    await cursor.next()
+    listening('read', cursor)
+    await cursor.close()
+    listening('closed', cursor)
+    cursor.rewind()
+    listening('rewound', cursor)
+    await cursor.toArray()
+    listening('read to the end', cursor)
+    // Never listened to until after its close: no 'close' listener left, as the official one's.
+    const closedFirst = find(4)(client)
+    await closedFirst.close()
+    listening('closed, then asked', closedFirst)
+    emitted('emit error once closed', closedFirst)
+    // The application's own 'error' listeners run beside it; without any, an 'error' throws.
+    const listened = find(4)(client)
+    const heard: string[] = []
+    listened.on('error', (error) => heard.push(error.message))
+    emitted('emit error, listened to', listened)
+    log.push(['heard', heard])
+    listened.removeAllListeners('error')
+    listening('error listeners removed', listened)
+    emitted('emit error, none left', listened)
+    await listened.close()
+    logs[driver] = log
+  }
+  expectIdentical(logs.rumongo, logs.official)
+  expect(logs.rumongo![0]).toEqual(['emit error first', true])
+  expect(logs.rumongo![1]).toEqual(['fresh', ['error', 'close'], 1, 1, 1])
 })

@@ -12,6 +12,10 @@
 // - a document that does not decode: the official next() throws its BSONError and the cursor stays
 //   open (no 'close', no killCursors), what follows it buffered and read by the next read;
 //   toArray() and for await close it. rumongo's failed for good and killed its server cursor.
+// - map(): the official readBufferedDocuments() does not apply it (rumongo's did); a cursor closed
+//   before its first read still takes it (rumongo's threw MongoCursorInUseError); a transform that
+//   returns null throws MongoAPIError and closes the cursor (rumongo's next() said null, as at the
+//   end of the results, and toArray() kept the nulls).
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { BSON, MongoClient as OfficialClient, type Document } from 'mongodb'
 import { MongoClient } from 'rumongo'
@@ -74,6 +78,9 @@ const throwsOnOne = (document: Document) => {
   if (document._id === 1) throw new TypeError('transform failed')
   return document
 }
+
+/** A mapped document: told apart from the document itself (`ids` keeps it whole). */
+const tagged = (document: Document) => ({ mapped: document._id })
 
 function state(cursor: AnyCursor) {
   const id = cursor.id === undefined ? 'no id' : cursor.id.isZero() ? 'id 0' : 'id open'
@@ -163,6 +170,57 @@ const scenarios: Record<string, Scenario> = {
     })
     await step('seen', () => seen)
     await step('next', () => items.next())
+  },
+  // The official readBufferedDocuments() returns the documents as the server sent them: the
+  // transform applies to next(), tryNext(), toArray() and for await only. rumongo's mapped them.
+  'readBufferedDocuments() does not apply map()': async (client, cursor, step) => {
+    const items = cursor(find(client, 'items', 4).map(tagged))
+    await step('hasNext', () => items.hasNext())
+    await step('readBufferedDocuments(2)', () => items.readBufferedDocuments(2))
+    await step('next', () => items.next())
+    await step('readBufferedDocuments', () => items.readBufferedDocuments())
+    await step('next', () => items.next())
+    await step('toArray', () => items.toArray())
+  },
+  // The official cursor closed before its first read is not initialized: map() and the options
+  // can still be set (its reads say null). rumongo's threw MongoCursorInUseError.
+  'map() after close() before any read': async (client, cursor, step) => {
+    const items = cursor(find(client, 'items', 4))
+    await step('close', () => items.close())
+    await step('map', () => (items.map(tagged), 'chained'))
+    await step('next', () => items.next())
+    await step('toArray', () => items.toArray())
+    await step('map after a read', () => (items.map(tagged), 'chained'))
+  },
+  'map() after client.close() before any read': async (client, cursor, step) => {
+    const items = cursor(find(client, 'items', 4))
+    await step('client.close', () => client.close())
+    await step('map', () => (items.map(tagged), 'chained'))
+    await step('next', () => items.next())
+  },
+  'map() after a read and close()': async (client, cursor, step) => {
+    const items = cursor(find(client, 'items', 4))
+    await step('next', () => items.next())
+    await step('close', () => items.close())
+    await step('map', () => (items.map(tagged), 'chained'))
+  },
+  // A transform that returns null: the official cursor throws MongoAPIError (null is how reads say
+  // "no more") and closes itself. rumongo's next() returned null, toArray() kept the nulls.
+  'a map() transform returns null': async (client, cursor, step) => {
+    const items = cursor(find(client, 'items', 4).map(() => null))
+    await step('next', () => items.next())
+    await step('next', () => items.next())
+    await step('readBufferedDocuments', () => items.readBufferedDocuments())
+  },
+  'a map() transform returns null in toArray()': async (client, cursor, step) => {
+    const items = cursor(find(client, 'items', 4).map((document) => (document._id === 2 ? null : document)))
+    await step('toArray', () => items.toArray())
+    await step('next', () => items.next())
+  },
+  'a map() transform returns other falsy values': async (client, cursor, step) => {
+    const items = cursor(find(client, 'items', 4).map((document) => (document._id % 2 ? 0 : '')))
+    await step('next', () => items.next())
+    await step('toArray', () => items.toArray())
   },
 }
 

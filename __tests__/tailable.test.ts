@@ -158,4 +158,53 @@ describe('tailable awaitData cursors, both drivers', () => {
       await commands((uri) => new OfficialClient(uri)),
     )
   })
+
+  it('tryNext() meets a map() transform that throws: the cursor closes (its server cursor killed) before the read rejects, as the official driver', async () => {
+    const script = async (client: AnyClient) => {
+      await client.connect()
+      const log: unknown[] = []
+      const cursor = client
+        .db('app')
+        .collection('log')
+        .find({}, { tailable: true, awaitData: true, maxAwaitTimeMS: 250 })
+        .map((document) => {
+          if (document._id === 2) throw new TypeError('transform failed')
+          return document.line
+        })
+      cursor.on('close', () => log.push(['close event', cursor.closed, cursor.killed]))
+      const step = async (name: string, read: () => Promise<unknown>) => {
+        try {
+          log.push([name, await read()])
+        } catch (error) {
+          log.push([name, (error as Error).name, (error as Error).message])
+        }
+        log.push([cursor.closed, cursor.killed, cursor.id?.isZero()])
+      }
+      await step('next', () => cursor.next())
+      // Two empty batches, then document 2, which the transform refuses.
+      for (let i = 0; i < 3; i++) await step('tryNext', () => cursor.tryNext())
+      await step('tryNext', () => cursor.tryNext())
+      await step('next', () => cursor.next())
+      await step('close', () => cursor.close())
+      return log
+    }
+    const outcome = async (make: (uri: string) => AnyClient) => {
+      const server = await tailServer()
+      servers.push(server)
+      const client = make(server.uri)
+      try {
+        return { log: await script(client), killed: server.killed }
+      } finally {
+        await client.close()
+      }
+    }
+    const theirs = await outcome((uri) => new OfficialClient(uri))
+    expect(await outcome((uri) => new MongoClient(uri))).toEqual(theirs)
+    expect(theirs.killed).toEqual([CURSOR_ID])
+    expect(theirs.log.slice(6, 9)).toEqual([
+      ['close event', true, true],
+      ['tryNext', 'TypeError', 'transform failed'],
+      [true, true, true],
+    ])
+  })
 })

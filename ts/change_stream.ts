@@ -759,7 +759,11 @@ export class ChangeStream<
         try {
           this.emit('change', this.#processChange(change))
         } catch (error) {
-          this.emit('error', error as Error)
+          // A 'change' listener threw (or the event has no resume token): 'error'. Heard, the stream
+          // reads on. Unheard, the official stream is destroyed by it: its cursor closes (killed,
+          // 'close'), then the error reaches the process.
+          if (this.listenerCount('error') === 0) await this.close().catch(() => {})
+          this.#emitError(error)
         }
       }
     } finally {
@@ -785,8 +789,24 @@ export class ChangeStream<
   }
 
   #closeWithError(error: unknown): void {
-    this.emit('error', error as Error)
+    this.#emitError(error)
     this.close().catch(() => {})
+  }
+
+  /**
+   * Emits `error`. With no listener, EventEmitter throws the error: it then reaches the process as
+   * an uncaught exception, as the official stream's does (emitted from its cursor stream's
+   * 'error'), instead of rejecting the emitter loop's promise (an unhandled rejection, which
+   * `--unhandled-rejections=warn` only logs, and which left the stream open).
+   */
+  #emitError(error: unknown): void {
+    try {
+      this.emit('error', error as Error)
+    } catch (unheard) {
+      process.nextTick(() => {
+        throw unheard
+      })
+    }
   }
 
   async #processErrorIteratorMode(error: unknown, cursorInitialized: boolean): Promise<void> {

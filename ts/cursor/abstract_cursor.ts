@@ -3,6 +3,7 @@
  * over native cursors that hand over one server batch at a time.
  * @module
  */
+import { EventEmitter } from 'node:events'
 import { Readable } from 'node:stream'
 import { Long, type Document } from 'bson'
 import type { ActiveCursors, ClientCursor } from '../active_cursors.js'
@@ -11,6 +12,7 @@ import { DOCUMENTS, type BatchFormat } from '../format/index.js'
 import { DecodedWithFailures, UndecodableDocument } from '../format/raw.js'
 import {
   callNative,
+  MongoAPIError,
   MongoClientClosedError,
   MongoCursorExhaustedError,
   MongoCursorInUseError,
@@ -52,6 +54,10 @@ export interface CursorSource {
   activeCursors: ActiveCursors
 }
 
+/** What a `map()` transform that returns `null` throws: the official driver's message. */
+const TRANSFORM_TO_NULL =
+  'Cursor returned a `null` document, but the cursor is not exhausted.  Mapping documents to `null` is not supported in the cursor transform.'
+
 /** `failed`: a read failed; every later read rejects instead of passing for the end of the results. */
 type CursorState = 'new' | 'opening' | 'open' | 'exhausted' | 'failed' | 'closed'
 
@@ -78,6 +84,29 @@ export type AbstractCursorEvents = {
   /** Once per run of the query, when it is cleaned up: closed, failed, or its last batch taken. */
   close(): void
 }
+
+/** Adds the official cursor's own listeners; set in the class, which reads private fields (see `#addOwnListeners`). */
+let addOwnListeners: (cursor: AbstractCursor<unknown>) => void
+
+/** Takes a cursor out of its client's active cursors; set in the class. */
+let untrack: (cursor: AbstractCursor<unknown>) => void
+
+/**
+ * The official cursor's `once('close')` listener (`removeActiveCursor`). rumongo takes the cursor
+ * out where its run ends, before `'close'`: this finds it gone.
+ */
+function leaveActiveCursors(this: AbstractCursor<unknown>): void {
+  untrack(this)
+}
+
+/** Whether Node's methods made the cursor's listener table (`_events`, see below the class). */
+function hasListenerTable(cursor: AbstractCursor<unknown>): boolean {
+  return (cursor as { _events?: object })._events !== undefined
+}
+
+const emitEvent = EventEmitter.prototype.emit
+const addListener = EventEmitter.prototype.on
+const onceListener = EventEmitter.prototype.once
 
 /**
  * A cursor over query results. Lazy: nothing is sent until the first read.
@@ -146,6 +175,8 @@ export abstract class AbstractCursor<TSchema = Document>
   #rewinding: Promise<void> | undefined = undefined
   /** Takes it out of its client's active cursors: done once it ends or closes. */
   #untrack: () => void = () => {}
+  /** Whether this run emitted `'close'` (the official `hasEmittedClose`). */
+  #closeEmitted = false
 
   protected constructor(source: CursorSource, format: BatchFormat = DOCUMENTS) {
     this.#source = source
@@ -222,9 +253,13 @@ export abstract class AbstractCursor<TSchema = Document>
     return this.#collectsAll
   }
 
-  /** True once the first read has started: options can no longer change. */
+  /**
+   * True once the first read of this run has started: options (and `map()`) can no longer change.
+   * A cursor closed before its first read is not initialized, as the official one's (whose close()
+   * leaves `initialized` false): its options can still be set, its reads say `null`.
+   */
   protected get initialized(): boolean {
-    return this.#state !== 'new'
+    return this.#opened
   }
 
   protected get source(): CursorSource {
@@ -312,7 +347,8 @@ export abstract class AbstractCursor<TSchema = Document>
   }
 
   /**
-   * Takes up to `count` buffered documents (all by default) without I/O.
+   * Takes up to `count` buffered documents (all by default) without I/O, as the server sent them:
+   * the `map()` transform is not applied, as in the official driver.
    * @throws MongoInvalidArgumentError when `count` is not a non-negative integer.
    */
   readBufferedDocuments(count?: number): TSchema[] {
@@ -321,6 +357,11 @@ export abstract class AbstractCursor<TSchema = Document>
         `readBufferedDocuments expects a non-negative integer, got ${describe(count)}`,
       )
     }
+    return this.#takeBufferedDocuments(count) as TSchema[]
+  }
+
+  /** Up to `count` buffered documents (all by default), untransformed. */
+  #takeBufferedDocuments(count?: number): unknown[] {
     const end =
       count === undefined ? this.#buffer.length : Math.min(this.#buffer.length, this.#position + count)
     // A document that does not decode: the official cursor takes the documents one by one and
@@ -328,13 +369,32 @@ export abstract class AbstractCursor<TSchema = Document>
     if (this.#nextUndecodable < end) throw this.#passUndecodable()
     const documents = this.#buffer.slice(this.#position, end)
     this.#position = end
-    return this.#transform ? this.#transformed(documents) : (documents as TSchema[])
+    return documents
   }
 
-  /** `documents` through the map() transform; one that throws closes the cursor. */
-  #transformed(documents: unknown[]): TSchema[] {
+  /**
+   * Every buffered document, through the `map()` transform, appended to `into` (what `toArray()`
+   * and `nextBatch()` return).
+   */
+  #takeBufferedMapped(into: TSchema[]): void {
+    const documents = this.#takeBufferedDocuments()
+    if (this.#transform) {
+      for (const document of documents) into.push(this.#mapped(document))
+    } else {
+      for (const document of documents) into.push(document as TSchema)
+    }
+  }
+
+  /**
+   * A document through the `map()` transform. One that throws, or maps a document to `null` (which
+   * reads would take for the end of the results), closes the cursor first, as the official
+   * driver's `transformDocument`.
+   */
+  #mapped(document: unknown): TSchema {
     try {
-      return documents.map(this.#transform!)
+      const mapped = this.#transform!(document)
+      if (mapped === null) throw new MongoAPIError(TRANSFORM_TO_NULL)
+      return mapped
     } catch (error) {
       this.#closeAfterFailure()
       throw error
@@ -408,12 +468,11 @@ export abstract class AbstractCursor<TSchema = Document>
     this.#throwIfFailed()
     if (this.#state === 'closed') throw new MongoCursorExhaustedError()
     if (this.bufferedCount() === 0 && !(await this.#fetchBatch())) return null
-    const documents = this.readBufferedDocuments()
+    const documents: TSchema[] = []
+    this.#takeBufferedMapped(documents)
     // A large first reply arrives in parts (JS decodes one while Rust encodes the next): hand over
     // the whole server batch.
-    while (this.#replyPartsLeft > 0 && (await this.#fetchBatch())) {
-      for (const document of this.readBufferedDocuments()) documents.push(document)
-    }
+    while (this.#replyPartsLeft > 0 && (await this.#fetchBatch())) this.#takeBufferedMapped(documents)
     return documents
   }
 
@@ -451,15 +510,9 @@ export abstract class AbstractCursor<TSchema = Document>
     // It does not decode: its error, the cursor staying open (the next read takes the next one).
     if (this.#position === this.#nextUndecodable) throw this.#passUndecodable()
     const document = this.#buffer[this.#position++]
-    if (!this.#transform) return document as TSchema
-    try {
-      return this.#transform(document)
-    } catch (error) {
-      // The official driver closes the cursor here: its next read then throws
-      // MongoCursorExhaustedError if the server cursor was killed, else reads what is buffered.
-      this.#closeAfterFailure()
-      throw error
-    }
+    // A transform that fails closes the cursor: its next read then throws MongoCursorExhaustedError
+    // if the server cursor was killed, else reads what is buffered, as the official cursor's.
+    return this.#transform ? this.#mapped(document) : (document as TSchema)
   }
 
   /**
@@ -537,7 +590,7 @@ export abstract class AbstractCursor<TSchema = Document>
     const documents: TSchema[] = []
     try {
       do {
-        for (const document of this.readBufferedDocuments()) documents.push(document)
+        this.#takeBufferedMapped(documents)
       } while (await this.#fetchBatch())
     } catch (error) {
       // The official toArray() reads through `for await`, which closes the cursor on any failure.
@@ -613,11 +666,10 @@ export abstract class AbstractCursor<TSchema = Document>
    * cursor whose reader has its last batch is no longer active there, and reads on.
    */
   closedByClient(): void {
-    // Never read: closed, reads then say what a cursor closed before its first read says (null).
+    // Never read: closed as close() closes it (with nothing to kill, at once, 'close' included);
+    // reads then say what a cursor closed before its first read says (null).
     if (this.#state === 'new') {
-      this.#state = 'closed'
-      this.#untrack()
-      this.#emitClose()
+      void this.#close(true)
       return
     }
     if (this.#state !== 'open' || (this.#id !== undefined && !this.#moreForReader)) return
@@ -646,6 +698,12 @@ export abstract class AbstractCursor<TSchema = Document>
   rewind(): Promise<void> {
     // Never read (closed before it, or not): nothing to reset, a closed cursor stays closed.
     if (!this.#opened) return Promise.resolve()
+    // Listened to again until the new run's 'close', as the official rewind() tracks the cursor
+    // again (at once: it returns nothing to await).
+    this.#closeEmitted = false
+    if (hasListenerTable(this) && !this.listeners('close').includes(leaveActiveCursors)) {
+      onceListener.call(this, 'close', leaveActiveCursors)
+    }
     const rewinding = this.#rewind()
     this.#rewinding = rewinding
     const done = () => {
@@ -886,7 +944,26 @@ export abstract class AbstractCursor<TSchema = Document>
    * none, and this costs a property read.
    */
   #emitClose(): void {
-    this.emit('close')
+    this.#closeEmitted = true
+    // No listener table: nobody listens (the cursor's own listeners come with the table).
+    if (hasListenerTable(this)) emitEvent.call(this, 'close')
+  }
+
+  /**
+   * The official cursor's own listeners, added with the listener table (the first call of an
+   * EventEmitter method, see below the class): an `'error'` listener that does nothing, so an
+   * `'error'` emitted on the cursor is not thrown, and the `once('close')` that takes it out of its
+   * client's active cursors (present until `'close'`, again after `rewind()`): `listenerCount()`,
+   * `eventNames()` and `listeners()` say what the official cursor's do.
+   */
+  #addOwnListeners(): void {
+    addListener.call(this, 'error', ignoreError)
+    if (!this.#closeEmitted) onceListener.call(this, 'close', leaveActiveCursors)
+  }
+
+  static {
+    addOwnListeners = (cursor) => cursor.#addOwnListeners()
+    untrack = (cursor) => cursor.#untrack()
   }
 
   /**
@@ -923,9 +1000,40 @@ export abstract class AbstractCursor<TSchema = Document>
 // The cursor is an EventEmitter as the official one (`instanceof EventEmitter`, its methods), without
 // running EventEmitter's constructor for each cursor: Node's methods create the listener table on
 // the first listener (`_events` undefined until then), so a cursor nobody listens to costs nothing
-// more (a find or findOne reads through a cursor).
+// more (a find or findOne reads through a cursor). The official cursor's own listeners (see
+// `#addOwnListeners`) are added by the first call of a method that adds, removes, counts, lists or
+// emits events: before it, nobody could tell them missing.
 Object.setPrototypeOf(AbstractCursor.prototype, TypedEventEmitter.prototype)
 export interface AbstractCursor<TSchema = Document> extends TypedEventEmitter<AbstractCursorEvents> {}
+
+/** The official cursor's `'error'` listener (`noop`). */
+function ignoreError(): void {}
+
+for (const method of [
+  'addListener',
+  'on',
+  'once',
+  'prependListener',
+  'prependOnceListener',
+  'removeListener',
+  'off',
+  'removeAllListeners',
+  'emit',
+  'listeners',
+  'rawListeners',
+  'listenerCount',
+  'eventNames',
+] as const) {
+  const inherited = TypedEventEmitter.prototype[method] as (...args: unknown[]) => unknown
+  Object.defineProperty(AbstractCursor.prototype, method, {
+    configurable: true,
+    writable: true,
+    value: function (this: AbstractCursor<unknown>, ...args: unknown[]) {
+      if (!hasListenerTable(this)) addOwnListeners(this)
+      return inherited.apply(this, args)
+    },
+  })
+}
 
 /** The cursors `closedByClient()` closed: beside them, no field on every cursor for it. */
 const closedByTheirClient = new WeakSet<AbstractCursor<unknown>>()

@@ -8,7 +8,7 @@
 import { BSON, type Document } from 'bson'
 import { toDeserializeOptions, type ResolvedBSONOptions } from '../bson.js'
 import { BatchOutput, type DocumentBatch } from '../native.cjs'
-import { deserializeAll, deserializeUntilFailure, NO_DOCUMENTS, splitDocuments } from './raw.js'
+import { deserializeAll, deserializeUntilFailure, documentSlicer, splitDocuments } from './raw.js'
 import { isTaped, tapeDecoder, tapeReader } from './tape.js'
 
 /** A batch format: what the native side prepares, and how JS decodes it. */
@@ -75,13 +75,7 @@ export function documentReader(options: ResolvedBSONOptions): (batch: DocumentBa
     // js-bson decodes each one as it is read, as the official driver does: the documents before
     // a bad one are returned, and the bad one throws its error (decoding the whole batch first
     // threw before any of them).
-    const bytes = batch.documents ?? NO_DOCUMENTS
-    let offset = 0
-    return () => {
-      const length = bytes.readInt32LE(offset)
-      const document = bytes.subarray(offset, offset + length)
-      offset += length
-      return decoder.decodeDocument(document)
-    }
+    const nextDocument = documentSlicer(batch)
+    return () => decoder.decodeDocument(nextDocument())
   }
 }

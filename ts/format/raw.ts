@@ -11,17 +11,28 @@ import type { DocumentBatch } from '../native.cjs'
 /** What a batch without documents' bytes reads as (Rust leaves an empty buffer out). */
 export const NO_DOCUMENTS = Buffer.alloc(0)
 
+/**
+ * The documents of a batch one at a time, in order: each call returns the next one's BSON as a
+ * Buffer view (as many calls as `batch.count`). Each document's length is read when it is asked
+ * for: a reader that decodes as it goes fails at a bad document, after the ones before it.
+ */
+export function documentSlicer(batch: DocumentBatch): () => Buffer {
+  const documents = batch.documents ?? NO_DOCUMENTS
+  let offset = 0
+  return () => {
+    const length = documents.readInt32LE(offset)
+    const document = documents.subarray(offset, offset + length)
+    offset += length
+    return document
+  }
+}
+
 /** `raw: true`: each document as a Buffer view of its BSON. */
 export function splitDocuments(batch: DocumentBatch): Buffer[] {
   const { count } = batch
-  const documents = batch.documents ?? NO_DOCUMENTS
+  const next = documentSlicer(batch)
   const result: Buffer[] = new Array(count)
-  let offset = 0
-  for (let index = 0; index < count; index++) {
-    const length = documents.readInt32LE(offset)
-    result[index] = documents.subarray(offset, offset + length)
-    offset += length
-  }
+  for (let index = 0; index < count; index++) result[index] = next()
   return result
 }
 
