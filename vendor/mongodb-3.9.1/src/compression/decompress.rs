@@ -1,4 +1,4 @@
-use crate::error::{ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// Decompresses the given message with the decompression algorithm indicated by the given
 /// ID. Returns an error if decompression fails or if the ID is unsupported.
@@ -22,10 +22,20 @@ pub(crate) fn decompress_message(message: &[u8], compressor_id: u8) -> Result<Ve
         return decompress_snappy(message);
     }
 
-    Err(ErrorKind::InvalidResponse {
-        message: format!("Unsupported compressor ID returned from the server: {compressor_id}"),
+    Err(unsupported_compressor(compressor_id))
+}
+
+/// rumongo patch: a compressor the driver does not know, in the official Node driver's words
+/// (`decompress`, mongodb 7 `lib/cmap/wire_protocol/compression.js`), which throws it as a
+/// MongoDecompressionError (the crate said "Unsupported compressor ID returned from the server").
+pub(crate) fn unsupported_compressor(compressor_id: impl std::fmt::Display) -> Error {
+    ErrorKind::InvalidResponse {
+        message: format!(
+            "Server sent message compressed using an unsupported compressor. (Received \
+             compressor ID {compressor_id})"
+        ),
     }
-    .into())
+    .into()
 }
 
 #[cfg(feature = "zstd-compression")]
@@ -44,7 +54,13 @@ fn decompress_zlib(message: &[u8]) -> Result<Vec<u8>> {
     use flate2::write::ZlibDecoder;
 
     let mut decoder = ZlibDecoder::new(Vec::new());
-    decoder.write_all(message)?;
+    // rumongo patch: bytes that are not zlib's fail here as they fail in `finish` (the crate's `?`
+    // made them an I/O error: a network error, retried, that clears the pool).
+    decoder
+        .write_all(message)
+        .map_err(|error| ErrorKind::Internal {
+            message: format!("Could not decompress message with zlib: {error}"),
+        })?;
     decoder.finish().map_err(|error| {
         ErrorKind::Internal {
             message: format!("Could not decompress message with zlib: {error}"),
