@@ -25,6 +25,7 @@ import {
   opCompressedBody,
   opMsgBody,
   startMalformedServer,
+  zlibBomb,
   type CompressedParts,
   type Target,
 } from './setup/malformed_replies.js'
@@ -179,6 +180,7 @@ const AS_THE_OFFICIAL_DRIVER: Record<string, Bytes> = {
   'an unknown compressor': compressed(() => ({ compressorId: 9 })),
   'an uncompressed size 1 byte too long': compressed((inner) => ({ uncompressedSize: inner.length + 1 })),
   'a negative uncompressed size': compressed(() => ({ uncompressedSize: -5 })),
+  'an uncompressed size over maxMessageSizeBytes': compressed(() => ({ uncompressedSize: 60_000_000 })),
   'compression details cut short': (requestId) => frame(requestId, OP_COMPRESSED, Buffer.alloc(3)),
   'a compressed document sequence before the body': compressed(undefined, (r) => [SEQUENCE, kind0(r)]),
   'a compressed document sequence after the body': compressed(undefined, (r) => [kind0(r), SEQUENCE]),
@@ -332,4 +334,24 @@ describe('a malformed reply the official driver crashes or hangs on is refused w
       }
     })
   }
+})
+
+describe('a compressed reply is decompressed no further than the size it declares', () => {
+  it('1 GiB of zeros in 1 MB of zlib, said to be the size of the reply, fails without being inflated', async () => {
+    // The official driver inflates it all (1 GiB here; a 48 MB reply would be 48 GiB), then
+    // fails on its checksum: not run. The crate inflated it all too.
+    const bomb = zlibBomb(1024)
+    const before = process.resourceUsage().maxRSS
+    for (const target of TARGETS) {
+      const bytes = compressed((inner) => ({ compressed: bomb, uncompressedSize: inner.length }))
+      const rumongo = await readTwice(MongoClient, target, bytes)
+      expect(rumongo.first.error, target).toMatchObject({
+        name: 'MongoDecompressionError',
+        message: 'Message body and message header must be the same length',
+      })
+      expect(rumongo.next, target).toEqual({ documents: CURSOR_TOTAL })
+    }
+    // The process's peak memory (kilobytes): inflating the bomb would raise it by 1 GiB at least.
+    expect((process.resourceUsage().maxRSS - before) / 1024).toBeLessThan(256)
+  })
 })

@@ -3,7 +3,7 @@
 // server (on wire_server.ts) serving a cursor whose find reply or first getMore reply is replaced,
 // once, by such a message, so that both drivers meet the same bytes at the same point and the
 // test can see what each makes of them, and what its next read on the same client does.
-import { deflateSync } from 'node:zlib'
+import { constants, deflateSync } from 'node:zlib'
 import { BSON, Long, type Document } from 'bson'
 import { startWireServer, type WireServer } from './wire_server.js'
 
@@ -64,6 +64,19 @@ export function opCompressedBody(inner: Buffer, parts: CompressedParts = {}): Bu
   details.writeInt32LE(parts.uncompressedSize ?? inner.length, 4)
   details.writeUInt8(compressorId, 8)
   return Buffer.concat([details, compressed])
+}
+
+/**
+ * A zlib stream that inflates to `mebibytes` MiB of zeros from about a thousandth of that: one
+ * block of deflated zeros, flushed so that it ends on a byte boundary, repeated; then a final
+ * empty block and a checksum that does not match (a decompressor finds that out only once it has
+ * inflated everything).
+ */
+export function zlibBomb(mebibytes: number): Buffer {
+  const flushed = deflateSync(Buffer.alloc(1 << 20), { finishFlush: constants.Z_SYNC_FLUSH })
+  const block = flushed.subarray(2) // after the 2-byte zlib header
+  const blocks = Array.from({ length: mebibytes }, () => block)
+  return Buffer.concat([flushed.subarray(0, 2), ...blocks, Buffer.from([0x03, 0x00]), Buffer.alloc(4)])
 }
 
 /** Where the malformed reply goes: the find's own reply, or the cursor's first getMore's. */

@@ -12,7 +12,7 @@ use crate::{
     bson::{RawArrayBuf, RawDocumentBuf},
     checked::Checked,
     cmap::Command,
-    compression::decompress::{decompress_message, unsupported_compressor},
+    compression::decompress::{decompress_message, size_mismatch, unsupported_compressor},
     error::{Error, ErrorKind, Result},
 };
 
@@ -136,7 +136,7 @@ impl Message {
             return Self::read_from_op_msg(reader, &header).await;
         }
         if header.op_code == OpCode::Compressed {
-            return Self::read_op_compressed_from(reader, &header).await;
+            return Self::read_op_compressed_from(reader, &header, max_len).await;
         }
 
         Err(Error::new(
@@ -225,6 +225,7 @@ impl Message {
     async fn read_op_compressed_from<T: AsyncRead + Unpin + Send>(
         mut reader: T,
         header: &Header,
+        max_len: i32,
     ) -> Result<Self> {
         let length = Checked::<usize>::try_from(header.length)?;
         let length_remaining = length - Header::LENGTH;
@@ -256,13 +257,15 @@ impl Message {
         let Some((&compressor_id, compressed)) = buffer[8..].split_first() else {
             return Err(unsupported_compressor("undefined"));
         };
-        let decompressed = decompress_message(compressed, compressor_id)?;
-
-        if usize::try_from(uncompressed_size).ok() != Some(decompressed.len()) {
-            return Err(ErrorKind::InvalidResponse {
-                message: "Message body and message header must be the same length".into(),
-            }
-            .into());
+        // rumongo patch: decompressed up to the declared size, and never past the maximum message
+        // size (`decompress_message`: the crate decompressed whatever the bytes held). A size
+        // that is not the one decompressed fails as in the official driver, which decompresses
+        // everything first.
+        let size = usize::try_from(uncompressed_size).ok();
+        let limit = size.unwrap_or(0).min(usize::try_from(max_len).unwrap_or(0));
+        let decompressed = decompress_message(compressed, compressor_id, limit)?;
+        if size != Some(decompressed.len()) {
+            return Err(size_mismatch());
         }
 
         // Read decompressed message as a standard OP_MSG.
