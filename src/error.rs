@@ -100,6 +100,34 @@ const CHECKED_ARITHMETIC_MESSAGES: [&str; 2] = [
 /// `client/executor.rs`).
 const COMMAND_ERROR_WITHOUT_CODE: &str = "error deserializing command error:";
 
+/// How the vendored crate refuses a malformed reply, in the official driver's words (vendor/README.md,
+/// `Message::read_op_common`, `read_op_compressed_from`), and the class the official driver throws
+/// for each (the payload's kind): MongoParseError for a negative message length, its own
+/// MongoRuntimeError for a document sequence, its `readInt32LE`'s `RangeError` for a length past
+/// the message's end, js-bson's `BSONOffsetError` for a body whose length is wrong,
+/// MongoDecompressionError for a compressed reply it cannot decompress.
+const NODE_PARSE_FAILURES: [(&str, &str); 10] = [
+    ("Message size cannot be negative: ", "parse"),
+    ("OP_MSG Payload Type 1 detected unsupported protocol", "driver"),
+    ("Attempt to access memory outside buffer bounds: ", "range"),
+    ("Input must be at least 5 bytes, ", "bsonOffset"),
+    ("BSON size cannot be negative", "bsonOffset"),
+    ("Parsed documentSize (", "bsonOffset"),
+    ("BSON documents must end in 0x00", "bsonOffset"),
+    (
+        "Server sent message compressed using an unsupported compressor.",
+        "decompression",
+    ),
+    (
+        "Message body and message header must be the same length",
+        "decompression",
+    ),
+    // A compressed reply the compressor refused: node:zlib's plain `Error` (`Z_DATA_ERROR`) in
+    // the official driver, or a missing package's error for snappy and zstd; so the class it
+    // throws for the decompression failures it finds itself.
+    ("Could not decompress message with ", "decompression"),
+];
+
 /// How the vendored crate's SRV host checks start their messages (vendor/README.md, `srv.rs`).
 const SRV_HOST_MISMATCH: &str = "Server record does not ";
 
@@ -163,6 +191,11 @@ fn driver_payload(error: &mongodb::error::Error) -> serde_json::Value {
         }
         ErrorKind::InvalidArgument { message, .. } => {
             json!({ "kind": "invalidArgument", "message": message })
+        }
+        ErrorKind::InvalidResponse { message, .. } | ErrorKind::Internal { message, .. }
+            if node_parse_failure(message).is_some() =>
+        {
+            node_parse_failure(message).unwrap()
         }
         // `{ ok: 0 }` without a `code`: still the server's refusal, a MongoServerError (without a
         // code) in the official driver. The crate keeps neither its `errmsg` nor the reply.
@@ -453,6 +486,20 @@ fn dns_payload(message: &str) -> Option<serde_json::Value> {
     };
     // node:dns's own error, which the official driver throws as it is (a plain `Error`).
     Some(json!({ "kind": "dns", "message": message, "code": code, "syscall": syscall, "hostname": name }))
+}
+
+/// A malformed reply the vendored crate refused as the official driver does (`NODE_PARSE_FAILURES`):
+/// the official driver's message, without the crate's "The server returned an invalid reply ..."
+/// in front, and for a `BSONOffsetError` its `offset`, which the class adds to the message itself.
+fn node_parse_failure(message: &str) -> Option<serde_json::Value> {
+    let (_, kind) = NODE_PARSE_FAILURES
+        .iter()
+        .find(|(start, _)| message.starts_with(start))?;
+    if *kind != "bsonOffset" {
+        return Some(json!({ "kind": kind, "message": message }));
+    }
+    let (text, offset) = message.rsplit_once(". offset: ")?;
+    Some(json!({ "kind": kind, "message": text, "offset": offset.parse::<u64>().ok()? }))
 }
 
 /// Whether the crate could not parse BSON it received (a reply a broken server or proxy cut or

@@ -4,7 +4,7 @@
  * @module
  */
 import { getSystemErrorMap } from 'node:util'
-import { BSONError } from 'bson'
+import { BSONError, BSONOffsetError } from 'bson'
 import { listenerFailure, withCallTag } from './telemetry.js'
 
 /**
@@ -551,6 +551,8 @@ interface NativeErrorPayload {
   hostname?: string | null
   /** A failed JS callback's number (`keepCallbackFailure`). */
   id?: number
+  /** Where js-bson's parser stopped in a malformed reply's body (`BSONOffsetError`). */
+  offset?: number
   /** A server-selection failure's topology. */
   topologyType?: string
   servers?: { address: string; type: string; error: NativeErrorPayload | null }[]
@@ -674,6 +676,16 @@ function fromPayload(payload: NativeErrorPayload): Error {
       return new MongoClientClosedError(message, options)
     case 'bson':
       return new BSONError(message)
+    // A malformed reply, refused as the official driver's parser refuses it, with the class that
+    // parser throws. js-bson's BSONOffsetError has no `code` (it is typed by its class, as every
+    // BSONError); the RangeError of a length past the message's end gets the `code` Node.js gives
+    // the same failure of its own Buffer reads (the official driver's has none).
+    case 'bsonOffset':
+      return new BSONOffsetError(message, payload.offset ?? 0)
+    case 'range':
+      return Object.assign(new RangeError(message), { code: 'ERR_BUFFER_OUT_OF_BOUNDS' })
+    case 'decompression':
+      return new MongoDecompressionError(message, options)
     case 'callbackFailure': {
       const failure = callbackFailures.get(payload.id!)
       if (failure === undefined) return new MongoOIDCError(message, options)

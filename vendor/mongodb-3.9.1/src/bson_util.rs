@@ -1,8 +1,4 @@
-use std::{
-    collections::HashSet,
-    convert::TryFrom,
-    io::{Read, Write},
-};
+use std::{collections::HashSet, convert::TryFrom};
 
 use serde::Serialize;
 
@@ -23,7 +19,6 @@ use crate::{
     checked::Checked,
     cmap::Command,
     error::{Error, ErrorKind, Result},
-    runtime::SyncLittleEndianRead,
 };
 
 /// Coerce numeric types into an `i64` if it would be lossless to do so. If this Bson is not numeric
@@ -205,20 +200,6 @@ fn num_decimal_digits(mut n: usize) -> usize {
             return digits;
         }
     }
-}
-
-/// Read a document's raw BSON bytes from the provided reader.
-pub(crate) fn read_document_bytes<R: Read>(mut reader: R) -> Result<Vec<u8>> {
-    let length = Checked::new(reader.read_i32_sync()?);
-
-    let mut bytes = Vec::with_capacity(length.try_into()?);
-    bytes.write_all(&length.try_into::<u32>()?.to_le_bytes())?;
-
-    reader
-        .take((length - 4).try_into()?)
-        .read_to_end(&mut bytes)?;
-
-    Ok(bytes)
 }
 
 pub(crate) fn extend_raw_document_buf(

@@ -1,5 +1,3 @@
-use std::io::Read;
-
 use crate::bson::doc;
 use bitflags::bitflags;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -12,12 +10,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::options::Compressor;
 use crate::{
     bson::{RawArrayBuf, RawDocumentBuf},
-    bson_util,
     checked::Checked,
-    cmap::{conn::wire::util::SyncCountReader, Command},
-    compression::decompress::decompress_message,
+    cmap::Command,
+    compression::decompress::{decompress_message, size_mismatch, unsupported_compressor},
     error::{Error, ErrorKind, Result},
-    runtime::SyncLittleEndianRead,
 };
 
 use super::{
@@ -119,6 +115,15 @@ impl Message {
         max_message_size_bytes: Option<i32>,
     ) -> Result<Self> {
         let header = Header::read_from(&mut reader).await?;
+        // rumongo patch: a negative length, in the official Node driver's words (its
+        // `SizedMessageTransform`, which throws a MongoParseError); the crate's checked
+        // conversion below said "out of range integral type conversion attempted".
+        if header.length < 0 {
+            return Err(node_parse_failure(format!(
+                "Message size cannot be negative: {}",
+                header.length
+            )));
+        }
         let max_len = max_message_size_bytes.unwrap_or(DEFAULT_MAX_MESSAGE_SIZE_BYTES);
         if header.length > max_len {
             return Err(ErrorKind::InvalidResponse {
@@ -131,7 +136,7 @@ impl Message {
             return Self::read_from_op_msg(reader, &header).await;
         }
         if header.op_code == OpCode::Compressed {
-            return Self::read_op_compressed_from(reader, &header).await;
+            return Self::read_op_compressed_from(reader, &header, max_len).await;
         }
 
         Err(Error::new(
@@ -155,15 +160,15 @@ impl Message {
         let length_remaining = (length - Header::LENGTH).get()?;
         // rumongo patch: a reply's body (its first section, of kind 0, as every server reply has
         // it) is read from the socket straight into the buffer it is kept in. Read into one buffer
-        // for the whole message first, the body was then copied out of it into a second one
-        // (`read_document_bytes`): for a 500 KiB getMore reply, two allocations of fresh pages,
-        // their page faults and two more passes over the bytes, on the I/O thread. Any other
-        // layout takes the path below it, which parses (and refuses) it as before.
+        // for the whole message first, the body was then copied out of it into a second one (the
+        // crate's `bson_util::read_document_bytes`): for a 500 KiB getMore reply, two allocations
+        // of fresh pages, their page faults and two more passes over the bytes, on the I/O thread.
+        // Any other layout is read by `read_op_common`, as the official Node driver reads it.
         const PREFIX: usize = 4 + 1 + 4; // flags, section kind, body length
         if length_remaining < PREFIX {
             let mut buf = vec![0u8; length_remaining];
             reader.read_exact(&mut buf).await?;
-            return Self::read_op_common(buf.as_slice(), length_remaining, header);
+            return Self::read_op_common(buf.as_slice(), header);
         }
         let mut prefix = [0u8; PREFIX];
         reader.read_exact(&mut prefix).await?;
@@ -178,7 +183,7 @@ impl Message {
             let mut buf = vec![0u8; length_remaining];
             buf[..PREFIX].copy_from_slice(&prefix);
             reader.read_exact(&mut buf[PREFIX..]).await?;
-            return Self::read_op_common(buf.as_slice(), length_remaining, header);
+            return Self::read_op_common(buf.as_slice(), header);
         };
         let mut body = vec![0u8; body_length];
         body[..4].copy_from_slice(&prefix[5..]);
@@ -190,15 +195,17 @@ impl Message {
             4 if flags.contains(MessageFlags::CHECKSUM_PRESENT) => {
                 Some(u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]))
             }
-            // More sections, or bytes the reply should not have: parsed as one buffer, as before.
+            // More sections, or bytes the reply should not have: read as the official driver reads
+            // them.
             _ => {
                 let mut buf = Vec::with_capacity(length_remaining);
                 buf.extend_from_slice(&prefix[..5]);
                 buf.extend_from_slice(&body);
                 buf.extend_from_slice(&rest);
-                return Self::read_op_common(buf.as_slice(), length_remaining, header);
+                return Self::read_op_common(buf.as_slice(), header);
             }
         };
+        check_body(&body)?;
         Ok(Self {
             response_to: header.response_to,
             flags,
@@ -218,14 +225,25 @@ impl Message {
     async fn read_op_compressed_from<T: AsyncRead + Unpin + Send>(
         mut reader: T,
         header: &Header,
+        max_len: i32,
     ) -> Result<Self> {
         let length = Checked::<usize>::try_from(header.length)?;
         let length_remaining = length - Header::LENGTH;
         let mut buffer = vec![0u8; length_remaining.get()?];
         reader.read_exact(&mut buffer).await?;
-        let mut compressed = buffer.as_slice();
-
-        let original_opcode = compressed.read_i32_sync()?;
+        // rumongo patch: a compressed reply's details are read, and refused, as the official Node
+        // driver reads them (`decompressResponse`, mongodb 7 `lib/cmap/wire_protocol/
+        // compression.js`): details cut short fail with its `readInt32LE` error (offsets in the
+        // whole message), an unknown compressor and an uncompressed size that is not the size
+        // decompressed (a negative one included) with its MongoDecompressionError messages. The
+        // crate read past the end as an I/O error (a network error, retried, and reported as the
+        // connection closed) and said both in its own words.
+        let detail = |offset: usize| {
+            read_i32_at(&buffer, offset)
+                .map_err(|_| out_of_bounds(Header::LENGTH + buffer.len(), Header::LENGTH + offset))
+        };
+        let original_opcode = detail(0)?;
+        let uncompressed_size = detail(4)?;
         if original_opcode != OpCode::Message as i32 {
             return Err(ErrorKind::InvalidResponse {
                 message: format!(
@@ -236,83 +254,76 @@ impl Message {
             }
             .into());
         }
-
-        let uncompressed_size = Checked::<usize>::try_from(compressed.read_i32_sync()?)?;
-        let compressor_id: u8 = compressed.read_u8_sync()?;
-        let decompressed = decompress_message(compressed, compressor_id)?;
-
-        if decompressed.len() != uncompressed_size.get()? {
-            return Err(ErrorKind::InvalidResponse {
-                message: format!(
-                    "The server's message claims that the uncompressed length is {}, but was \
-                     computed to be {}.",
-                    uncompressed_size,
-                    decompressed.len(),
-                ),
-            }
-            .into());
+        let Some((&compressor_id, compressed)) = buffer[8..].split_first() else {
+            return Err(unsupported_compressor("undefined"));
+        };
+        // rumongo patch: decompressed up to the declared size, and never past the maximum message
+        // size (`decompress_message`: the crate decompressed whatever the bytes held). A size
+        // that is not the one decompressed fails as in the official driver, which decompresses
+        // everything first.
+        let size = usize::try_from(uncompressed_size).ok();
+        let limit = size.unwrap_or(0).min(usize::try_from(max_len).unwrap_or(0));
+        let decompressed = decompress_message(compressed, compressor_id, limit)?;
+        if size != Some(decompressed.len()) {
+            return Err(size_mismatch());
         }
 
         // Read decompressed message as a standard OP_MSG.
-        let reader = decompressed.as_slice();
-        let length_remaining = decompressed.len();
-
-        Self::read_op_common(reader, length_remaining, header)
+        Self::read_op_common(decompressed.as_slice(), header)
     }
 
-    fn read_op_common(mut reader: &[u8], length_remaining: usize, header: &Header) -> Result<Self> {
-        let mut length_remaining = Checked::new(length_remaining);
-        let flags = MessageFlags::from_bits_truncate(reader.read_u32_sync()?);
-        length_remaining -= std::mem::size_of::<u32>();
-
-        let mut count_reader = SyncCountReader::new(&mut reader);
-        let mut document_payload = None;
-        let mut document_sequences = Vec::new();
-        while (length_remaining - count_reader.bytes_read()).get()? > 4 {
-            let next_section = MessageSection::read(&mut count_reader)?;
-            match next_section {
-                MessageSection::Document(document) => {
-                    if document_payload.is_some() {
-                        return Err(ErrorKind::InvalidResponse {
-                            message: "an OP_MSG response must contain exactly one payload type 0 \
-                                      section"
-                                .into(),
-                        }
-                        .into());
-                    } else {
-                        document_payload = Some(document);
-                    }
+    /// rumongo patch: reads a reply's flags and sections as the official Node driver does
+    /// (`OpMsgResponse.parse`, then `MongoDBResponse.make`'s checks of the body, mongodb 7
+    /// `lib/cmap/commands.js`), so that a malformed reply fails with the official driver's error
+    /// (`node_parse_failure`), not one of the crate's own. Every server reply is one body (a
+    /// section of kind 0), read by `read_from_op_msg`'s fast path; this reads the other layouts
+    /// and every decompressed reply. The crate read a section of any kind but 0 as a document
+    /// sequence, whose identifier took every byte left (a sequence before the body failed as
+    /// invalid UTF-8, an I/O error the crate then retried; one after it was accepted), and refused
+    /// a second body. The official driver's walk, followed here step by step: a section of kind 1
+    /// fails ("OP_MSG Payload Type 1 detected unsupported protocol"); any kind but 0 and 1 is one
+    /// byte skipped; a kind-0 section's length is read where it stands (`RangeError` past the end)
+    /// and its bytes taken up to the end of the message at most, the next section starting that
+    /// length further on (inside the body, when its length is too short); the first kind-0 section
+    /// is the body, the others are ignored. One departure: a negative section length fails here,
+    /// where the official driver's walk steps back and may never end (the process runs out of
+    /// memory).
+    fn read_op_common(data: &[u8], header: &Header) -> Result<Self> {
+        let flags = MessageFlags::from_bits_truncate(read_i32_at(data, 0)? as u32);
+        let mut body = None;
+        let mut index = 4;
+        while index < data.len() {
+            let kind = data[index];
+            index += 1;
+            match kind {
+                0 => {
+                    let Ok(length) = usize::try_from(read_i32_at(data, index)?) else {
+                        return Err(node_parse_failure(
+                            "BSON size cannot be negative. offset: 0",
+                        ));
+                    };
+                    let end = index.saturating_add(length);
+                    body.get_or_insert(&data[index..end.min(data.len())]);
+                    index = end;
                 }
-                MessageSection::Sequence(document_sequence) => {
-                    document_sequences.push(document_sequence)
+                1 => {
+                    return Err(node_parse_failure(
+                        "OP_MSG Payload Type 1 detected unsupported protocol",
+                    ))
                 }
+                _ => {}
             }
         }
-
-        length_remaining -= count_reader.bytes_read();
-
-        let mut checksum = None;
-
-        if length_remaining.get()? == 4 && flags.contains(MessageFlags::CHECKSUM_PRESENT) {
-            checksum = Some(reader.read_u32_sync()?);
-        } else if length_remaining.get()? != 0 {
-            let header_len = Checked::<usize>::try_from(header.length)?;
-            return Err(Error::invalid_response(format!(
-                "The server indicated that the reply would be {} bytes long, but it instead was {}",
-                header.length,
-                header_len - length_remaining + count_reader.bytes_read(),
-            )));
-        }
-
+        let body = body.ok_or_else(|| ErrorKind::InvalidResponse {
+            message: "an OP_MSG response must contain exactly one payload type 0 section".into(),
+        })?;
+        check_body(body)?;
         Ok(Self {
             response_to: header.response_to,
             flags,
-            document_payload: document_payload.ok_or_else(|| ErrorKind::InvalidResponse {
-                message: "an OP_MSG response must contain exactly one payload type 0 section"
-                    .into(),
-            })?,
-            document_sequences,
-            checksum,
+            document_payload: RawDocumentBuf::from_bytes(body.to_vec())?,
+            document_sequences: Vec::new(),
+            checksum: None,
             request_id: None,
             #[cfg(any(
                 feature = "zstd-compression",
@@ -468,54 +479,60 @@ bitflags! {
     }
 }
 
-/// Represents a section as defined by the OP_MSG spec.
-#[derive(Debug)]
-enum MessageSection {
-    Document(RawDocumentBuf),
-    Sequence(DocumentSequence),
+/// rumongo patch: a reply the official Node driver's parser refuses, in its words (see
+/// `Message::read_op_common`): js-bson's `RangeError` and `BSONOffsetError` messages, or the
+/// driver's own. rumongo gives each the official driver's class (its `src/error.rs`).
+fn node_parse_failure(message: impl Into<String>) -> Error {
+    ErrorKind::InvalidResponse {
+        message: message.into(),
+    }
+    .into()
 }
 
-impl MessageSection {
-    /// Reads bytes from `reader` and deserializes them into a MessageSection.
-    fn read<R: Read>(reader: &mut R) -> Result<Self> {
-        let payload_type = reader.read_u8_sync()?;
-
-        if payload_type == 0 {
-            let bytes = bson_util::read_document_bytes(reader)?;
-            let document = RawDocumentBuf::from_bytes(bytes)?;
-            return Ok(MessageSection::Document(document));
-        }
-
-        let size = Checked::<usize>::try_from(reader.read_i32_sync()?)?;
-        let mut length_remaining = size - std::mem::size_of::<i32>();
-
-        let mut identifier = String::new();
-        length_remaining -= reader.read_to_string(&mut identifier)?;
-
-        let mut documents = Vec::new();
-        let mut count_reader = SyncCountReader::new(reader);
-
-        while length_remaining.get()? > count_reader.bytes_read() {
-            let bytes = bson_util::read_document_bytes(&mut count_reader)?;
-            let document = RawDocumentBuf::from_bytes(bytes)?;
-            documents.push(document);
-        }
-
-        if length_remaining.get()? != count_reader.bytes_read() {
-            return Err(ErrorKind::InvalidResponse {
-                message: format!(
-                    "The server indicated that the reply would be {} bytes long, but it instead \
-                     was {}",
-                    size,
-                    length_remaining + count_reader.bytes_read(),
-                ),
-            }
-            .into());
-        }
-
-        Ok(MessageSection::Sequence(DocumentSequence {
-            identifier,
-            documents,
-        }))
+/// rumongo patch: the little-endian int32 at `offset`, or the official driver's `readInt32LE`
+/// failure (mongodb 7 `lib/bson.js`) when it does not fit in `data`.
+fn read_i32_at(data: &[u8], offset: usize) -> Result<i32> {
+    match data.get(offset..offset.saturating_add(4)) {
+        Some(bytes) => Ok(i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+        None => Err(out_of_bounds(data.len(), offset)),
     }
+}
+
+/// rumongo patch: the official driver's `readInt32LE` failure for 4 bytes at `offset` of a
+/// buffer of `length` bytes.
+fn out_of_bounds(length: usize, offset: usize) -> Error {
+    node_parse_failure(format!(
+        "Attempt to access memory outside buffer bounds: buffer length: {length}, offset: \
+         {offset}, length: 4"
+    ))
+}
+
+/// rumongo patch: the checks js-bson's `parseToElements` makes of a reply's body before the
+/// official driver reads it, with its `BSONOffsetError` messages: at least 5 bytes, a length that
+/// fits in them, a last byte 0. The body's own elements are checked where they are read.
+fn check_body(body: &[u8]) -> Result<()> {
+    if body.len() < 5 {
+        return Err(node_parse_failure(format!(
+            "Input must be at least 5 bytes, got {} bytes. offset: 0",
+            body.len()
+        )));
+    }
+    let Ok(length) = usize::try_from(read_i32_at(body, 0)?) else {
+        return Err(node_parse_failure(
+            "BSON size cannot be negative. offset: 0",
+        ));
+    };
+    if length > body.len() {
+        return Err(node_parse_failure(format!(
+            "Parsed documentSize ({length} bytes) does not match input length ({} bytes). offset: \
+             0",
+            body.len()
+        )));
+    }
+    if length < 5 || body[length - 1] != 0 {
+        return Err(node_parse_failure(format!(
+            "BSON documents must end in 0x00. offset: {length}"
+        )));
+    }
+    Ok(())
 }
