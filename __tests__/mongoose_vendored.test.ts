@@ -46,9 +46,8 @@ const workDir = mkdtempSync(join(tmpdir(), 'rumongo-mongoose-vendored-'))
 afterAll(() => rmSync(workDir, { recursive: true, force: true }))
 
 /**
- * The embedded server is not deterministic under load: a write can hit its internal deadline
- * ("context deadline exceeded"), and documents read without a sort come back in varying order
- * (Mongoose's tests sometimes rely on insertion order). A test whose outcome differs between the
+ * The embedded server is not deterministic under load: documents read without a sort come back in
+ * varying order (Mongoose's tests sometimes rely on insertion order, and save documents at once). A test whose outcome differs between the
  * runs is run again (alone with the others in question, in a fresh process) up to this many times
  * before it counts.
  */
@@ -150,6 +149,13 @@ describe("Mongoose's own read tests", () => {
       .filter(([, outcome]) => outcome === 'passed')
       .map(([test]) => test)
     expect(passedPlain.length).toBeGreaterThan(800)
+    // No test fails on an option a failed test before it left set (rumongo-setup.cjs puts them
+    // back): query.test.js's maxTimeMS: 10 failed every later distinct ("unknown field"), and
+    // later reads and findOneAndUpdates now and then under load (FerretDB's time limit).
+    const leaked = [...plain.errors].filter(
+      ([test, error]) => !listed(test) && /maxTimeMS|time limit|deadline exceeded/.test(error),
+    )
+    expect(leaked.map(([test, error]) => `${test}: ${error}`)).toEqual([])
     // A listed test passes now and then on this server (an index it uses, or not; an order): it
     // proves nothing either way.
     const notPassedRouted = passedPlain.filter(
