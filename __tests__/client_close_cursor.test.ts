@@ -182,3 +182,29 @@ it('client.close() during the first find: the read rejects with MongoClientClose
     ['killed', []],
   ])
 })
+
+// A second close() while the first is under way resolved at once (it had nothing left to close),
+// before the first one's killCursors reached the server: fault_sweep then found the cursor still
+// open (the kill came 4-26 ms later, 200 of 200 times). The official driver's waits for the first.
+it('a second close() resolves once the first has killed the open cursor, as the official driver', async () => {
+  const server = await startWireServer({ documents: Array.from({ length: 10 }, (_, n) => ({ _id: n })) })
+  try {
+    const killedWhenSecondResolved: Record<string, boolean> = {}
+    for (const [driver, Client] of [
+      ['official', OfficialClient],
+      ['rumongo', MongoClient],
+    ] as const) {
+      const client = new Client(server.uri)
+      const cursor = client.db('db').collection('items').find({}, { batchSize: 2 })
+      await cursor.next()
+      const killedBefore = server.killed.length
+      const first = client.close()
+      await client.close()
+      killedWhenSecondResolved[driver] = server.killed.length > killedBefore
+      await first
+    }
+    expect(killedWhenSecondResolved).toEqual({ official: true, rumongo: true })
+  } finally {
+    await server.stop()
+  }
+})

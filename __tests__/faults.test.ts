@@ -108,6 +108,15 @@ async function untilStopped(pid: number, boundMs = 5_000) {
   }
 }
 
+/** Polls `check` until it holds; throws after `boundMs`. */
+async function until(check: () => boolean, boundMs = NO_HANG_MS) {
+  const started = Date.now()
+  while (!check()) {
+    if (Date.now() - started > boundMs) throw new Error(`condition not met within ${boundMs} ms`)
+    await sleep(5)
+  }
+}
+
 /** A private dev server with a kept data directory, so it can be killed and restarted. */
 async function privateServer() {
   const dir = mkdtempSync(join(tmpdir(), 'rumongo-faults-'))
@@ -616,7 +625,16 @@ describe('close() while the server never answers (fake wire server)', () => {
           distinct: settle(coll.distinct('group')),
           aggregate: settle(coll.aggregate([]).toArray()),
         }
-        await sleep(200) // every read reaches the server
+        // Every read reaches the server (each on a connection of its own, opened now: a fixed
+        // 200 ms here was a guess on a loaded machine). rumongo also sends the getMores it reads
+        // ahead, one per cursor.
+        await until(
+          () =>
+            server.received('getMore').length >= 1 &&
+            server.received('aggregate').length >= 2 &&
+            server.received('count').length >= 1 &&
+            server.received('distinct').length >= 1,
+        )
         const started = Date.now()
         const closed = await settle(client.close())
         const outcomes = Object.fromEntries(

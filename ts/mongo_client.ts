@@ -424,6 +424,12 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
   #collections = new Map<string, NativeCollection>()
   #collectionsOf: NativeClient | null = null
   #closed = false
+  /**
+   * The close() under way: a second call waits for it (the official driver's `closeLock`), not only
+   * for its own part, which has nothing left to close: it resolved before the first call's
+   * killCursors reached the server.
+   */
+  #closing: Promise<void> | null = null
   /** Sessions started and not ended: `close()` ends them. */
   readonly #sessions = new Set<ClientSession>()
   /** Cursors open on the server: `close()` closes them (their buffered documents are not read). */
@@ -713,6 +719,16 @@ export class MongoClient extends TypedEventEmitter<MongoClientEvents> {
 
   /** Kills open cursors, closes every connection. Operations after it fail until `connect()`. */
   async close(): Promise<void> {
+    if (this.#closing) return this.#closing
+    this.#closing = this.#close()
+    try {
+      await this.#closing
+    } finally {
+      this.#closing = null
+    }
+  }
+
+  async #close(): Promise<void> {
     this.#closed = true
     const native = this.#native
     this.#native = null

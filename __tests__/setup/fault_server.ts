@@ -49,6 +49,11 @@ export interface FaultServer extends WireServer {
   fired(): boolean
   /** Resolves once the faulty reply was asked for. */
   reached: Promise<void>
+  /**
+   * No fault from now on. A read that failed before it reached the faulty reply (its own timeout,
+   * on a loaded machine) would otherwise leave the fault to the next read.
+   */
+  disarm(): void
   /** The ids of the cursors still open on the server (not exhausted, not killed). */
   openCursors(): bigint[]
 }
@@ -200,6 +205,9 @@ export async function startFaultServer(options: FaultServerOptions): Promise<Fau
     ...server,
     fired: () => fired,
     reached,
+    disarm: () => {
+      fired = true
+    },
     openCursors: () => [...cursors.keys()].filter((id) => !server.killed.includes(id) && !orphaned.has(id)),
   }
 }

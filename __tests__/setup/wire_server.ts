@@ -72,6 +72,11 @@ export interface WireServer {
   received(name: string): Document[]
   /** The cursor ids `killCursors` named. */
   killed: bigint[]
+  /**
+   * How many client connections are open. Once none is, every command a client sent before it
+   * closed them has been received (TCP delivers the data before the close).
+   */
+  openConnections(): number
   stop(): Promise<void>
 }
 
@@ -241,6 +246,7 @@ export async function startWireServer(options: WireServerOptions = {}): Promise<
     commands,
     received: (name) => commands.filter((command) => Object.keys(command)[0] === name),
     killed,
+    openConnections: () => sockets.size,
     async stop() {
       for (const socket of sockets) socket.destroy()
       await new Promise((resolve) => server.close(resolve))
