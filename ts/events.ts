@@ -52,10 +52,8 @@ export class TypedEventEmitter<Events extends EventsDescription> extends EventEm
   protected listenersChanged(): void {}
 }
 
-// Every method that adds or removes listeners reports it (`once` listeners remove themselves
-// through `removeListener`). Not the 'newListener'/'removeListener' events: a user's
-// `removeAllListeners()` would remove those hooks too.
-for (const method of [
+/** EventEmitter's methods that add or remove listeners. */
+export const LISTENER_CHANGING_METHODS = [
   'addListener',
   'on',
   'once',
@@ -64,7 +62,12 @@ for (const method of [
   'removeListener',
   'off',
   'removeAllListeners',
-] as const) {
+] as const
+
+// Every method that adds or removes listeners reports it (`once` listeners remove themselves
+// through `removeListener`). Not the 'newListener'/'removeListener' events: a user's
+// `removeAllListeners()` would remove those hooks too.
+for (const method of LISTENER_CHANGING_METHODS) {
   const original = EventEmitter.prototype[method] as (...args: unknown[]) => unknown
   Object.defineProperty(TypedEventEmitter.prototype, method, {
     configurable: true,

@@ -34,7 +34,7 @@ import type { ReadConcernLike } from '../options.js'
 import { ReadConcern, ReadPreference, type ReadPreferenceMode } from '../read_preference.js'
 import { learnDocumentSize } from './batch_size.js'
 import { checkFunction, describe } from '../validate.js'
-import { TypedEventEmitter } from '../events.js'
+import { LISTENER_CHANGING_METHODS, TypedEventEmitter } from '../events.js'
 
 /** Where a cursor's documents come from: its collection and inherited BSON options. */
 export interface CursorSource {
@@ -1010,14 +1010,7 @@ export interface AbstractCursor<TSchema = Document> extends TypedEventEmitter<Ab
 function ignoreError(): void {}
 
 for (const method of [
-  'addListener',
-  'on',
-  'once',
-  'prependListener',
-  'prependOnceListener',
-  'removeListener',
-  'off',
-  'removeAllListeners',
+  ...LISTENER_CHANGING_METHODS,
   'emit',
   'listeners',
   'rawListeners',
