@@ -8,6 +8,7 @@ import { Long, MongoClient as OfficialClient, type Document } from 'mongodb'
 import { MongoClient, MongoCursorExhaustedError } from 'rumongo'
 import { connectBoth, expectIdentical, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
 import { startWireServer } from './setup/wire_server.js'
+import type { AnyCursor } from './setup/any_cursor.js'
 
 const dbName = uniqueDbName('client_close_cursor')
 let drivers: Drivers
@@ -22,18 +23,6 @@ afterAll(async () => {
   await drivers.official.db(dbName).dropDatabase()
   await drivers.close()
 })
-
-type AnyCursor = {
-  next(): Promise<Document | null>
-  tryNext(): Promise<Document | null>
-  hasNext(): Promise<boolean>
-  toArray(): Promise<Document[]>
-  readBufferedDocuments(count?: number): Document[]
-  bufferedCount(): number
-  stream(): AsyncIterable<Document>
-  closed: boolean
-  killed: boolean
-} & AsyncIterable<Document>
 
 const outcome = (promise: Promise<unknown>) =>
   promise.then(

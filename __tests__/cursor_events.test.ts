@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { MongoClient as OfficialClient, type Document } from 'mongodb'
 import { AbstractCursor, MongoClient } from 'rumongo'
 import { connectBoth, expectIdentical, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
+import type { AnyCursor } from './setup/any_cursor.js'
 
 const dbName = uniqueDbName('cursor_events')
 let drivers: Drivers
@@ -24,22 +25,6 @@ afterAll(async () => {
   await drivers.official.db(dbName).dropDatabase()
   await drivers.close()
 })
-
-type AnyCursor = EventEmitter & {
-  next(): Promise<Document | null>
-  tryNext(): Promise<Document | null>
-  hasNext(): Promise<boolean>
-  toArray(): Promise<Document[]>
-  close(): Promise<void>
-  rewind(): void
-  readBufferedDocuments(count?: number): Document[]
-  bufferedCount(): number
-  map(transform: (document: Document) => unknown): AnyCursor
-  stream(): AsyncIterable<Document>
-  closed: boolean
-  killed: boolean
-  id: { isZero(): boolean } | undefined
-} & AsyncIterable<Document>
 
 type AnyClient = MongoClient | OfficialClient
 

@@ -21,6 +21,7 @@ import { BSON, MongoClient as OfficialClient, type Document } from 'mongodb'
 import { MongoClient } from 'rumongo'
 import { connectBoth, expectIdentical, uniqueDbName, uri, type Drivers } from './setup/helpers.js'
 import { serveDocuments, type ServedReplay } from './setup/replay.js'
+import type { AnyCursor } from './setup/any_cursor.js'
 
 const dbName = uniqueDbName('cursor_failures')
 let drivers: Drivers
@@ -48,22 +49,6 @@ afterAll(async () => {
   await drivers?.close()
   await served?.stop()
 })
-
-type AnyCursor = {
-  on(event: 'close', listener: () => void): unknown
-  next(): Promise<unknown>
-  tryNext(): Promise<unknown>
-  hasNext(): Promise<boolean>
-  toArray(): Promise<unknown[]>
-  close(): Promise<void>
-  rewind(): void
-  readBufferedDocuments(count?: number): unknown[]
-  bufferedCount(): number
-  map(transform: (document: Document) => unknown): AnyCursor
-  closed: boolean
-  killed: boolean
-  id: { isZero(): boolean } | undefined
-} & AsyncIterable<unknown>
 
 type AnyClient = MongoClient | OfficialClient
 
